@@ -1,0 +1,203 @@
+// Package wire is the JSON-RPC 2.0 envelope of the gateway's own wire path.
+//
+// A message is decoded only as far as routing needs (id, method, and whether it
+// is a result or an error); params, results and errors stay raw bytes, so what
+// the gateway does not change passes through unchanged. Writers append to a
+// caller's buffer, so a hot path can reuse one.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// JSON-RPC and MCP error codes the gateway produces itself.
+const (
+	CodeParseError                 = -32700
+	CodeInvalidRequest             = -32600
+	CodeMethodNotFound             = -32601
+	CodeInvalidParams              = -32602
+	CodeInternalError              = -32603
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// Message is one JSON-RPC message with only its envelope decoded.
+//
+//   - a request has Method and ID;
+//   - a notification has Method and no ID;
+//   - a response has ID and Result or Error.
+type Message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+// IsRequest reports whether m is a request (it expects a response).
+func (m *Message) IsRequest() bool { return m.Method != "" && len(m.ID) > 0 }
+
+// IsNotification reports whether m is a notification.
+func (m *Message) IsNotification() bool { return m.Method != "" && len(m.ID) == 0 }
+
+// IsResponse reports whether m is a response to a request.
+func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
+
+type envelope struct {
+	JSONRPC string `json:"jsonrpc"`
+	Message
+}
+
+// ErrBatch is returned by Parse for a JSON array: MCP since 2025-06-18 has no batches.
+var ErrBatch = errors.New("JSON-RPC batches are not supported")
+
+// Parse decodes the envelope of one JSON-RPC message. The raw fields of the
+// returned message alias b.
+func Parse(b []byte) (*Message, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, errors.New("empty message")
+	}
+	if b[0] == '[' {
+		return nil, ErrBatch
+	}
+	if b[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	if e.JSONRPC != "2.0" {
+		return nil, fmt.Errorf("jsonrpc must be \"2.0\", got %q", e.JSONRPC)
+	}
+	m := &e.Message
+	if string(m.ID) == "null" {
+		m.ID = nil
+	}
+	if m.Method == "" && m.Result == nil && m.Error == nil {
+		return nil, errors.New("neither a request, a notification nor a response")
+	}
+	return m, nil
+}
+
+// Error is a JSON-RPC error object.
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s (JSON-RPC error %d)", e.Message, e.Code)
+}
+
+// Errorf returns an Error with the given code and a formatted message.
+func Errorf(code int64, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// DecodeError decodes a raw error object; a malformed one becomes an internal error.
+func DecodeError(raw json.RawMessage) *Error {
+	var e Error
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return &Error{Code: CodeInternalError, Message: "malformed error object: " + string(raw)}
+	}
+	return &e
+}
+
+// Marshal encodes e as a raw error object.
+func (e *Error) Marshal() json.RawMessage {
+	b, err := json.Marshal(e)
+	if err != nil { // only Data can fail, and it is raw JSON we made
+		b, _ = json.Marshal(&Error{Code: e.Code, Message: e.Message})
+	}
+	return b
+}
+
+const prefix = `{"jsonrpc":"2.0"`
+
+// AppendRequest appends a request with the given id.
+func AppendRequest(dst []byte, id json.RawMessage, method string, params json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, `,"id":`...)
+	dst = append(dst, id...)
+	return appendMethodParams(dst, method, params)
+}
+
+// AppendIntRequest appends a request whose id is the integer id.
+func AppendIntRequest(dst []byte, id uint64, method string, params json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, `,"id":`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	return appendMethodParams(dst, method, params)
+}
+
+// AppendNotification appends a notification.
+func AppendNotification(dst []byte, method string, params json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	return appendMethodParams(dst, method, params)
+}
+
+func appendMethodParams(dst []byte, method string, params json.RawMessage) []byte {
+	dst = append(dst, `,"method":`...)
+	dst = AppendString(dst, method)
+	if len(params) > 0 {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, params...)
+	}
+	return append(dst, '}')
+}
+
+// AppendResult appends a response carrying result.
+func AppendResult(dst []byte, id json.RawMessage, result json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, `,"id":`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"result":`...)
+	if len(result) == 0 {
+		result = json.RawMessage(`{}`)
+	}
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+// AppendRawError appends a response carrying an error object that is already encoded.
+func AppendRawError(dst []byte, id json.RawMessage, errObj json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, `,"id":`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"error":`...)
+	dst = append(dst, errObj...)
+	return append(dst, '}')
+}
+
+// AppendError appends a response carrying e. A nil id is written as null, as
+// JSON-RPC asks when the request's id could not be read.
+func AppendError(dst []byte, id json.RawMessage, e *Error) []byte {
+	return AppendRawError(dst, id, e.Marshal())
+}
+
+func appendID(dst []byte, id json.RawMessage) []byte {
+	if len(id) == 0 {
+		return append(dst, "null"...)
+	}
+	return append(dst, id...)
+}
+
+// AppendString appends s as a JSON string.
+func AppendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}

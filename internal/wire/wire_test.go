@@ -1,0 +1,75 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in                   string
+		req, notif, response bool
+		wantErr              bool
+	}{
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, req: true},
+		{in: `{"jsonrpc":"2.0","id":"a","method":"x","params":{"k":[1,2]}}`, req: true},
+		{in: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, notif: true},
+		{in: `{"jsonrpc":"2.0","id":7,"result":{}}`, response: true},
+		{in: `{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"m"}}`, response: true},
+		{in: `{"jsonrpc":"1.0","id":1,"method":"x"}`, wantErr: true},
+		{in: `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, wantErr: true},
+		{in: `{"jsonrpc":"2.0","id":1}`, wantErr: true},
+		{in: `not json`, wantErr: true},
+		{in: ``, wantErr: true},
+	}
+	for _, tt := range tests {
+		m, err := Parse([]byte(tt.in))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("Parse(%s) error = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if m.IsRequest() != tt.req || m.IsNotification() != tt.notif || m.IsResponse() != tt.response {
+			t.Errorf("Parse(%s): request=%v notification=%v response=%v", tt.in, m.IsRequest(), m.IsNotification(), m.IsResponse())
+		}
+	}
+}
+
+func TestSetStringKeepsEverythingElse(t *testing.T) {
+	in := `{"inputSchema":{"name":"inner","$defs":{}}, "name" : "echo","x-unknown":[1,{"name":"y"}]}`
+	out, err := SetString([]byte(in), "name", "srv_echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"inputSchema":{"name":"inner","$defs":{}}, "name" : "srv_echo","x-unknown":[1,{"name":"y"}]}`
+	if string(out) != want {
+		t.Errorf("SetString =\n%s\nwant\n%s", out, want)
+	}
+	if s, _ := GetString(out, "name"); s != "srv_echo" {
+		t.Errorf("GetString = %q", s)
+	}
+	if _, err := SetString([]byte(`{"a":1}`), "name", "x"); err == nil {
+		t.Error("SetString on an object without the member: want error")
+	}
+}
+
+func TestAppend(t *testing.T) {
+	got := string(AppendResult(nil, json.RawMessage(`"id-1"`), json.RawMessage(`{"tools":[]}`)))
+	if want := `{"jsonrpc":"2.0","id":"id-1","result":{"tools":[]}}`; got != want {
+		t.Errorf("AppendResult = %s, want %s", got, want)
+	}
+	got = string(AppendError(nil, nil, &Error{Code: CodeInvalidRequest, Message: `bad "x"`}))
+	if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad \"x\""}}`; got != want {
+		t.Errorf("AppendError = %s, want %s", got, want)
+	}
+	got = string(AppendIntRequest(nil, 42, "tools/call", json.RawMessage(`{"name":"e"}`)))
+	if want := `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"e"}}`; got != want {
+		t.Errorf("AppendIntRequest = %s, want %s", got, want)
+	}
+	got = string(AppendNotification(nil, "notifications/initialized", nil))
+	if want := `{"jsonrpc":"2.0","method":"notifications/initialized"}`; got != want {
+		t.Errorf("AppendNotification = %s, want %s", got, want)
+	}
+}
