@@ -1,0 +1,235 @@
+package mcpconfig
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Kind says how a server entry was recognised. The contract's order is
+// GitHub key, then catalog name, then runCmd.
+type Kind string
+
+const (
+	KindGitHub  Kind = "github"  // key github/<owner>/<repo>
+	KindCatalog Kind = "catalog" // key is a catalog name
+	KindLocal   Kind = "local"   // any other key whose value has runCmd
+)
+
+// Server is one resolved server, ready to start.
+type Server struct {
+	// Name is the entry's key in the mcp object: "memory",
+	// "github/owner/repo", "my-tool".
+	Name string
+	Kind Kind
+	// Command is the argv to exec. Catalog: the expanded command, e.g.
+	// ["npx","-y","@modelcontextprotocol/server-memory"]; GitHub and local:
+	// ["/bin/sh","-c",runCmd].
+	Command []string
+	// Env is the catalog entry's env overlaid by the entry's envs, to add to
+	// this server's environment only; nil when there is none.
+	Env map[string]string
+	// Dir is the working directory: "/" for a local command; "" for a
+	// catalog server (inherit the gateway's) and for a GitHub server (the
+	// gateway runs it in its clone).
+	Dir string
+	// GitHub is set for KindGitHub only.
+	GitHub *GitHub
+}
+
+// GitHub says where a GitHub server comes from and how to install it.
+type GitHub struct {
+	Owner, Repo string
+	// InstallCmd is run with /bin/sh -c in the clone before the server
+	// starts; "" for none.
+	InstallCmd string
+}
+
+// CloneURL returns base + "/" + Owner + "/" + Repo + ".git"; base "" means
+// "https://github.com". A trailing slash on base is ignored.
+func (g *GitHub) CloneURL(base string) string {
+	if base == "" {
+		base = "https://github.com"
+	}
+	return strings.TrimRight(base, "/") + "/" + g.Owner + "/" + g.Repo + ".git"
+}
+
+// Properties each kind of entry understands besides a catalog entry's own.
+var (
+	githubProps = []string{"runCmd", "run_cmd", "installCmd", "install_cmd", "envs"}
+	localProps  = []string{"runCmd", "run_cmd", "envs"}
+)
+
+// Parse parses and validates data, the whole mcp object, against cat (nil
+// means Builtin()), and resolves it into servers sorted by Name.
+//
+// It applies Check's rules and then its own: an entry must be a GitHub
+// server, a name in cat, or have runCmd; a catalog server's properties must
+// have their declared types and the required ones must be given; runCmd and
+// run_cmd (installCmd and install_cmd) given together must agree; no string
+// that reaches a command line or an environment may hold a NUL character.
+// Unknown properties and repeated keys are warnings. A null property counts
+// as absent.
+//
+// The error names the server and the property (see Error); it reports every
+// problem found. The warnings are returned even with an error.
+func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
+	if cat == nil {
+		cat = Builtin()
+	}
+	cfg, err := parseObject(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		servers = make([]Server, 0, len(cfg.entries))
+		warns   []Warning
+		errs    []error
+	)
+	for _, e := range cfg.entries {
+		if errs1 := checkEntry(e); len(errs1) > 0 {
+			errs = append(errs, errs1...)
+			continue
+		}
+		if e.dup {
+			warns = append(warns, Warning{Server: e.name, Message: "the name is given more than once; the last one is used"})
+		}
+		for _, p := range e.dupProps {
+			warns = append(warns, Warning{Server: e.name, Property: p, Message: fmt.Sprintf("property %q is given more than once; the last one is used", p)})
+		}
+		s, known, errs1 := resolve(e, cat)
+		errs = append(errs, errs1...)
+		if known != nil {
+			warns = append(warns, unknownProps(e, known)...)
+		}
+		if len(errs1) == 0 {
+			servers = append(servers, s)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, warns, joinErrors(errs)
+	}
+	return servers, warns, nil
+}
+
+// resolve turns an entry that passed Check's rules into a Server. known
+// reports the properties the entry's kind understands (nil if unrecognised).
+func resolve(e *entry, cat *Catalog) (s Server, known func(string) bool, errs []error) {
+	s.Name = e.name
+	envs, err := e.envs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if owner, repo, ok := splitGitHub(e.name); ok {
+		runCmd, err1 := e.alias("runCmd", "run_cmd")
+		installCmd, err2 := e.alias("installCmd", "install_cmd")
+		errs = appendNonNil(errs, err1, err2)
+		s.Kind = KindGitHub
+		s.Command = shell(runCmd)
+		s.Env = envs
+		s.GitHub = &GitHub{Owner: owner, Repo: repo, InstallCmd: installCmd}
+		return s, listed(githubProps), errs
+	}
+	if en := cat.lookup(e.name); en != nil {
+		argv, env, errs1 := en.expand(e.name, e.props)
+		errs = append(errs, errs1...)
+		s.Kind = KindCatalog
+		s.Command = argv
+		s.Env = overlay(env, envs)
+		return s, func(p string) bool { _, ok := en.Properties[p]; return ok || p == "envs" }, errs
+	}
+	if e.has("runCmd") || e.has("run_cmd") {
+		runCmd, err := e.alias("runCmd", "run_cmd")
+		errs = appendNonNil(errs, err)
+		s.Kind = KindLocal
+		s.Command = shell(runCmd)
+		s.Env = envs
+		s.Dir = "/"
+		return s, listed(localProps), errs
+	}
+	names := strings.Join(cat.Names(), ", ")
+	if names == "" {
+		names = "none"
+	}
+	return s, nil, []error{&Error{Server: e.name, Err: ErrUnknownServer,
+		Message: fmt.Sprintf(`unknown server; the catalog has: %s (a server of your own needs "runCmd"; a GitHub server is named github/<owner>/<repo>)`, names)}}
+}
+
+// alias returns the string given under name or under its other spelling
+// (E2B's Python SDK writes run_cmd for runCmd); both given must agree.
+func (e *entry) alias(name, other string) (string, error) {
+	a, okA := jsonString(e.props[name])
+	b, okB := jsonString(e.props[other])
+	switch {
+	case okA && okB && a != b:
+		return "", &Error{Server: e.name, Property: name, Message: fmt.Sprintf("properties %q and %q differ; give only one", name, other)}
+	case !okA:
+		a, name = b, other
+	}
+	if strings.IndexByte(a, 0) >= 0 {
+		return "", &Error{Server: e.name, Property: name, Message: fmt.Sprintf("property %q must not contain a NUL character", name)}
+	}
+	return a, nil
+}
+
+// envs decodes the entry's envs, which passed checkEnvs.
+func (e *entry) envs() (map[string]string, error) {
+	raw, ok := e.props["envs"]
+	if !ok {
+		return nil, nil
+	}
+	ms, err := members(raw)
+	if err != nil {
+		return nil, &Error{Server: e.name, Property: "envs", Message: syntaxMessage(err), Err: err}
+	}
+	env := make(map[string]string, len(ms))
+	for _, m := range ms {
+		v, _ := jsonString(m.value)
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, &Error{Server: e.name, Property: "envs", Env: m.key, Message: fmt.Sprintf("env %q must not contain a NUL character", m.key)}
+		}
+		env[m.key] = v
+	}
+	if len(env) == 0 {
+		return nil, nil
+	}
+	return env, nil
+}
+
+// unknownProps warns of each property the entry's kind does not understand.
+func unknownProps(e *entry, known func(string) bool) []Warning {
+	var warns []Warning
+	for _, p := range e.keys {
+		if !known(p) {
+			warns = append(warns, Warning{Server: e.name, Property: p, Message: fmt.Sprintf("unknown property %q ignored", p)})
+		}
+	}
+	return warns
+}
+
+func shell(cmd string) []string { return []string{"/bin/sh", "-c", cmd} }
+
+// overlay returns base with top's variables set over it; nil if both are empty.
+func overlay(base, top map[string]string) map[string]string {
+	if len(base) == 0 && len(top) == 0 {
+		return nil
+	}
+	env := make(map[string]string, len(base)+len(top))
+	maps.Copy(env, base)
+	maps.Copy(env, top)
+	return env
+}
+
+func listed(names []string) func(string) bool {
+	return func(p string) bool { return slices.Contains(names, p) }
+}
+
+func appendNonNil(errs []error, more ...error) []error {
+	for _, err := range more {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
