@@ -55,7 +55,7 @@ type envelope struct {
 var ErrBatch = errors.New("JSON-RPC batches are not supported")
 
 // Parse decodes the envelope of one JSON-RPC message. The raw fields of the
-// returned message alias b.
+// returned message may alias b: the caller must not change b while using them.
 func Parse(b []byte) (*Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
