@@ -1,0 +1,289 @@
+package front
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// Header names of the streamable HTTP transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// metaProtocolVersion is the _meta key a 2026-07-28 request carries its version in.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Handler serves /mcp and /health. Set its fields before serving.
+type Handler struct {
+	// Gateway answers every MCP message.
+	Gateway *gateway.Gateway
+	// Token is the bearer token /mcp requires. Empty disables authentication;
+	// the command line allows that only on a loopback listener, for tests.
+	Token string
+	// MaxBodyBytes bounds a request body (413 beyond); 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Health returns the /health document; nil serves {"status":"ok"}.
+	Health func() any
+
+	mu       sync.Mutex
+	sessions map[string]*gateway.Session
+}
+
+// ServeHTTP routes /mcp and /health.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		h.serveHealth(w, r)
+	case "/mcp":
+		h.serveMCP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	var doc any = map[string]string{"status": "ok"}
+	if h.Health != nil {
+		doc = h.Health()
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if !rebindingSafe(r) {
+		http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
+		return
+	}
+	if h.Token != "" && !authorized(r, h.Token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
+		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePost(w, r)
+	case http.MethodGet:
+		h.serveGet(w, r)
+	case http.MethodDelete:
+		h.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+	limit := h.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, wire.Errorf(wire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit))
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeParseError, "reading the request body: %v", err))
+		return
+	}
+	m, err := wire.Parse(body)
+	if err != nil {
+		code := wire.CodeParseError
+		if errors.Is(err, wire.ErrBatch) {
+			code = wire.CodeInvalidRequest
+		}
+		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(int64(code), "malformed JSON-RPC message: %v", err))
+		return
+	}
+
+	if v, modern := requestedModernVersion(r, m); modern {
+		h.refuseVersion(w, m, v)
+		return
+	}
+	if m.Method == "initialize" && m.IsRequest() {
+		h.initialize(w, m)
+		return
+	}
+
+	sess, ok := h.session(w, r, m)
+	if !ok {
+		return
+	}
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.LegacyVersions, v) {
+		h.refuseVersion(w, m, v)
+		return
+	}
+	switch {
+	case m.IsNotification():
+		sess.HandleNotification(r.Context(), m)
+		w.WriteHeader(http.StatusAccepted)
+	case m.IsResponse():
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		// A dropped connection is not a cancellation in the session era: the
+		// client cancels with notifications/cancelled.
+		reply := sess.Handle(context.WithoutCancel(r.Context()), m)
+		writeReply(w, m.ID, reply)
+	}
+}
+
+// requestedModernVersion reports a request of the 2026-07-28 era: its
+// version header or its _meta names a version newer than the session era.
+func requestedModernVersion(r *http.Request, m *wire.Message) (string, bool) {
+	if v := r.Header.Get(headerProtocolVersion); v >= "2026-07-28" {
+		return v, true
+	}
+	if len(m.Params) == 0 {
+		return "", false
+	}
+	start, end, ok, err := wire.Member(m.Params, "_meta")
+	if err != nil || !ok {
+		return "", false
+	}
+	v, ok := wire.GetString(m.Params[start:end], metaProtocolVersion)
+	return v, ok
+}
+
+// refuseVersion answers with the specification's UnsupportedProtocolVersion
+// error listing the versions served, so a dual-era client falls back to
+// initialize.
+func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requested string) {
+	data, _ := json.Marshal(map[string]any{"supported": gateway.LegacyVersions, "requested": requested})
+	writeRPCError(w, http.StatusBadRequest, m.ID, &wire.Error{
+		Code:    wire.CodeUnsupportedProtocolVersion,
+		Message: "Unsupported protocol version " + requested + "; this gateway serves " + joinVersions(),
+		Data:    data,
+	})
+}
+
+func joinVersions() string {
+	s := ""
+	for i, v := range gateway.LegacyVersions {
+		if i > 0 {
+			s += ", "
+		}
+		s += v
+	}
+	return s
+}
+
+func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
+	sess, result, werr := h.Gateway.Initialize(m.Params)
+	if werr != nil {
+		writeRPCError(w, http.StatusOK, m.ID, werr)
+		return
+	}
+	id := newSessionID()
+	h.mu.Lock()
+	if h.sessions == nil {
+		h.sessions = map[string]*gateway.Session{}
+	}
+	h.sessions[id] = sess
+	h.mu.Unlock()
+	w.Header().Set(headerSessionID, id)
+	writeReply(w, m.ID, gateway.Reply{Result: result})
+}
+
+// session finds the request's session, answering 400 or 404 itself when there is none.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, m *wire.Message) (*gateway.Session, bool) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		var rid json.RawMessage
+		if m != nil {
+			rid = m.ID
+		}
+		writeRPCError(w, http.StatusBadRequest, rid, wire.Errorf(wire.CodeInvalidRequest, "Bad Request: missing %s header; send initialize first", headerSessionID))
+		return nil, false
+	}
+	h.mu.Lock()
+	sess := h.sessions[id]
+	h.mu.Unlock()
+	if sess == nil {
+		var rid json.RawMessage
+		if m != nil {
+			rid = m.ID
+		}
+		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
+		return nil, false
+	}
+	return sess, true
+}
+
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.session(w, r, nil)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	delete(h.sessions, r.Header.Get(headerSessionID))
+	h.mu.Unlock()
+	sess.Close()
+	w.WriteHeader(http.StatusOK)
+}
+
+// serveGet opens the session's stream of server-initiated messages.
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.session(w, r, nil)
+	if !ok {
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-sess.Done():
+			return
+		case msg := <-sess.Outbox():
+			if err := writeEvent(w, msg); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// Close ends every session.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	sessions := h.sessions
+	h.sessions = nil
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

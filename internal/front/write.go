@@ -1,0 +1,55 @@
+package front
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// writeReply writes a plain JSON response.
+func writeReply(w http.ResponseWriter, id json.RawMessage, reply gateway.Reply) {
+	bp := bufPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	if reply.Error != nil {
+		b = wire.AppendRawError(b, id, reply.Error)
+	} else {
+		b = wire.AppendResult(b, id, reply.Result)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	*bp = b
+	bufPool.Put(bp)
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *wire.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(wire.AppendError(nil, id, e))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeEvent writes one SSE event carrying a JSON-RPC message.
+func writeEvent(w http.ResponseWriter, msg []byte) error {
+	b := make([]byte, 0, len(msg)+16)
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, msg...)
+	b = append(b, "\n\n"...)
+	_, err := w.Write(b)
+	return err
+}

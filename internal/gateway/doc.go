@@ -1,0 +1,14 @@
+// Package gateway is the heart of the call path: front → session → router →
+// upstream.
+//
+// A [Router] holds the merged view of every upstream server: the exposed names
+// of tools (and, in the same shape, prompts), each mapped to its server and its
+// original name. It answers list requests from that cached view, never by
+// asking the upstreams again, and forwards calls as raw JSON-RPC with only the
+// name rewritten, so definitions and results pass through unchanged.
+//
+// A [Session] is what the gateway knows about one downstream client: its
+// negotiated protocol version, capabilities and identity. The front creates one
+// per legacy (2025-11-25 and earlier) HTTP session and hands it every message
+// of that client; it knows nothing of upstreams.
+package gateway
