@@ -1,0 +1,13 @@
+// Command mcp-gateway puts many MCP servers behind one authenticated MCP
+// endpoint. See the README, or run mcp-gateway --help.
+package main
+
+import (
+	"os"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:]))
+}

@@ -1,0 +1,94 @@
+// Package cli is the command line of mcp-gateway: subcommands, flags, exit
+// codes and messages. It wires the packages of the call path together
+// (front → session → router → upstream) and owns nothing of their logic.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=v1.2.3".
+var Version = ""
+
+// version returns the build's version.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the gateway or a server failed
+	exitUsage = 2 // bad flags or configuration
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the gateway in the foreground (containers, debugging)", runServe},
+		{"catalog", "list the catalog's servers", runCatalog},
+		{"pull", "install catalog servers ahead of time (template builds)", runPull},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// Main runs the command line and returns the exit code.
+func Main(args []string) int {
+	stdout, stderr := io.Writer(os.Stdout), io.Writer(os.Stderr)
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		for _, c := range commands() {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout, stderr)
+			}
+		}
+		if args[0] == "help" {
+			usage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "mcp-gateway: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return runLaunch(args, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `mcp-gateway puts many MCP servers behind one authenticated MCP endpoint.
+
+Usage:
+  mcp-gateway --config '<json>' [flags]   start the gateway in the background, exit 0 once ready
+  mcp-gateway <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'mcp-gateway --help' for the launcher's flags, 'mcp-gateway <command> --help' for a command's.
+`)
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", "mcp-gateway version", "Print the version of mcp-gateway.", stderr)
+	if code, done := parse(fs, args, stdout); done {
+		return code
+	}
+	fmt.Fprintf(stdout, "mcp-gateway %s\n", version())
+	return exitOK
+}

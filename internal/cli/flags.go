@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Defaults of the sandbox contract.
+const (
+	defaultPort           = 50005
+	defaultTokenFile      = "/etc/mcp-gateway/.token"
+	defaultCatalogFile    = "/etc/mcp-gateway/catalog.json"
+	defaultPIDFile        = "/run/mcp-gateway.pid"
+	defaultLogFile        = "/var/log/mcp-gateway.log"
+	defaultGitHubDir      = "/opt/mcp-gateway/servers/github"
+	defaultStartupTimeout = 55 * time.Second
+	tokenEnv              = "GATEWAY_ACCESS_TOKEN"
+)
+
+// newFlagSet returns a flag set whose -h/--help prints synopsis, text and flags.
+func newFlagSet(name, synopsis, text string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: %s\n\n%s\n", synopsis, text)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintf(out, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parse parses args; done is true when the caller should return code (help or an error).
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK, true
+	}
+	if err != nil {
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// gatewayFlags are the flags shared by the launcher and serve.
+type gatewayFlags struct {
+	config, configFile string
+	host               string
+	port               int
+	tokenFile          string
+	catalogFile        string
+	githubDir          string
+	githubURL          string
+	startupTimeout     time.Duration
+	maxBodyBytes       int64
+	toolPrefix         string
+	logLevel           string
+	noAuth             bool
+}
+
+func (g *gatewayFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.config, "config", "", "the `json` mcp object: servers to start, keyed by name")
+	fs.StringVar(&g.configFile, "config-file", "", "read the mcp object from `file` instead")
+	fs.StringVar(&g.host, "host", "0.0.0.0", "`address` to listen on")
+	fs.IntVar(&g.port, "port", defaultPort, "`port` to listen on (0 picks a free one)")
+	fs.StringVar(&g.tokenFile, "token-file", defaultTokenFile, "write the bearer token to `file` (mode 0600, no newline); empty: none")
+	fs.StringVar(&g.catalogFile, "catalog-file", defaultCatalogFile, "catalog override `file` (a missing file is fine)")
+	fs.StringVar(&g.githubDir, "github-dir", defaultGitHubDir, "`directory` for clones of github/<owner>/<repo> servers")
+	fs.StringVar(&g.githubURL, "github-url", "https://github.com", "base `url` GitHub servers are cloned from (a mirror)")
+	fs.DurationVar(&g.startupTimeout, "startup-timeout", defaultStartupTimeout, "how long servers may take to start")
+	fs.Int64Var(&g.maxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
+	fs.StringVar(&g.toolPrefix, "tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
+	fs.StringVar(&g.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
+}
+
+// readConfig returns the raw mcp object from --config or --config-file.
+func (g *gatewayFlags) readConfig() ([]byte, error) {
+	switch {
+	case g.config != "" && g.configFile != "":
+		return nil, errors.New("give --config or --config-file, not both")
+	case g.config != "":
+		return []byte(g.config), nil
+	case g.configFile != "":
+		b, err := os.ReadFile(g.configFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the config file: %w", err)
+		}
+		return b, nil
+	}
+	return nil, errors.New("no configuration: give --config '<json>' or --config-file FILE")
+}
+
+// args renders the flags for the serving process (no config, no token: those
+// travel on its stdin).
+func (g *gatewayFlags) args() []string {
+	a := []string{
+		"--host=" + g.host,
+		fmt.Sprintf("--port=%d", g.port),
+		"--token-file=" + g.tokenFile,
+		"--catalog-file=" + g.catalogFile,
+		"--github-dir=" + g.githubDir,
+		"--github-url=" + g.githubURL,
+		"--startup-timeout=" + g.startupTimeout.String(),
+		fmt.Sprintf("--max-body-bytes=%d", g.maxBodyBytes),
+		"--tool-prefix=" + g.toolPrefix,
+		"--log-level=" + g.logLevel,
+	}
+	if g.noAuth {
+		a = append(a, "--insecure-no-auth")
+	}
+	return a
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/launch"
+)
+
+// runLaunch is `mcp-gateway --config '<json>'`: the sandbox contract's launcher.
+func runLaunch(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mcp-gateway", "mcp-gateway (--config '<json>' | --config-file FILE) [flags]",
+		`Start the gateway in the background and exit 0 once it is ready: every server
+started and its tools listed, /mcp served behind the bearer token from
+`+tokenEnv+` (generated when unset) and written to --token-file.
+On failure the whole process group is stopped, the token file removed, and the
+reason with the tail of the log is printed; the exit code is non-zero.
+
+Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr)
+	var g gatewayFlags
+	g.register(fs)
+	pidFile := fs.String("pid-file", defaultPIDFile, "pid `file` of the running gateway")
+	logFile := fs.String("log-file", defaultLogFile, "log `file`: the gateway's lines and every server's stderr, prefixed [<server>]")
+	if code, done := parse(fs, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcp-gateway: unexpected argument %q; run mcp-gateway --help\n", fs.Arg(0))
+		return exitUsage
+	}
+
+	// Everything is validated before anything is started or written.
+	cfg, err := g.readConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitUsage
+	}
+	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if _, err := loadConfig(&g, cfg, quiet); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: invalid configuration: %v\n", err)
+		return exitUsage
+	}
+
+	token := os.Getenv(tokenEnv)
+	if token == "" && !g.noAuth {
+		token = newToken()
+	}
+	os.Unsetenv(tokenEnv)
+	h, err := json.Marshal(handoff{Config: json.RawMessage(cfg), Token: token})
+	if err != nil {
+		// cfg parsed as JSON above, so this cannot happen short of a bug.
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitError
+	}
+	serveArgs := append([]string{"serve", "--handoff-stdin", fmt.Sprintf("--ready-fd=%d", launch.ReadyFD), "--pid-file=" + *pidFile}, g.args()...)
+	res, err := launch.Launch(context.Background(), launch.Options{
+		Args:      serveArgs,
+		Handoff:   h,
+		Env:       environWithout(tokenEnv),
+		LogFile:   *logFile,
+		PIDFile:   *pidFile,
+		TokenFile: g.tokenFile,
+		Token:     token,
+		Timeout:   g.startupTimeout + launchSlack,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "MCP gateway is ready on port %d (pid %d)\n", res.Port, res.PID)
+	return exitOK
+}
+
+// launchSlack is the launcher's wait beyond the servers' start-up timeout, so
+// the serving process reports which servers were late before the launcher gives up.
+const launchSlack = 2 * time.Second

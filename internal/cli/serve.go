@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/github"
+	"github.com/mcp-gateway/mcp-gateway/internal/launch"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// handoff is what the launcher gives the serving process on its stdin.
+type handoff struct {
+	Config json.RawMessage `json:"config"`
+	Token  string          `json:"token"`
+}
+
+// shutdownGrace bounds how long in-flight requests may finish on SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", "mcp-gateway serve (--config '<json>' | --config-file FILE) [flags]",
+		`Run the gateway in the foreground: start the servers, serve them on /mcp behind the
+bearer token from `+tokenEnv+` (generated and written to --token-file when unset),
+log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
+	var g gatewayFlags
+	g.register(fs)
+	readyFD := fs.Int("ready-fd", -1, "report readiness on this file descriptor (used by the launcher)")
+	fromLauncher := fs.Bool("handoff-stdin", false, "read the config and token from standard input (used by the launcher)")
+	pidFile := fs.String("pid-file", "", "on exit, remove `file` if it holds this process's pid (used by the launcher)")
+	if code, done := parse(fs, args, stdout); done {
+		return code
+	}
+	logOut := &syncWriter{w: stderr}
+	logger, err := newLogger(logOut, g.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
+		return exitUsage
+	}
+	notifier, err := launch.OpenNotifier(*readyFD)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
+		return exitUsage
+	}
+	fail := func(code int, err error) int {
+		logger.Error("mcp-gateway failed", "err", err)
+		if notifier != nil {
+			_ = notifier.Fail(err)
+		}
+		return code
+	}
+
+	var cfg []byte
+	var token string
+	if *fromLauncher {
+		b, err := launch.ReadHandoff(os.Stdin)
+		var h handoff
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("reading the launcher's handoff: %w", err))
+		}
+		cfg, token = h.Config, h.Token
+	} else {
+		if cfg, err = g.readConfig(); err != nil {
+			return fail(exitUsage, err)
+		}
+		token = os.Getenv(tokenEnv)
+		if token == "" && !g.noAuth {
+			token = newToken()
+		}
+		if token != "" && g.tokenFile != "" {
+			if err := launch.WriteTokenFile(g.tokenFile, token); err != nil {
+				return fail(exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err))
+			}
+			logger.Info("bearer token written", "file", g.tokenFile)
+		}
+	}
+	os.Unsetenv(tokenEnv)
+	if *pidFile != "" {
+		defer launch.RemovePIDFile(*pidFile, os.Getpid())
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, &g, cfg, token, notifier, logger, logOut); err != nil {
+		code := exitError
+		var ce *configError
+		if errors.As(err, &ce) {
+			code = exitUsage
+		}
+		return fail(code, err)
+	}
+	return exitOK
+}
+
+// configError marks an error in the configuration (exit code 2).
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// loadConfig validates the mcp object completely and resolves it.
+func loadConfig(g *gatewayFlags, cfg []byte, logger *slog.Logger) ([]mcpconfig.Server, error) {
+	cat, err := mcpconfig.LoadCatalog(g.catalogFile)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	servers, warnings, err := mcpconfig.Parse(cfg, cat)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	for _, w := range warnings {
+		logger.Warn(w.String())
+	}
+	if g.noAuth && !isLoopbackHost(g.host) {
+		return nil, &configError{fmt.Errorf("--insecure-no-auth is only allowed with a loopback --host, not %q", g.host)}
+	}
+	if _, err := prefixMode(g.toolPrefix); err != nil {
+		return nil, &configError{err}
+	}
+	return servers, nil
+}
+
+func prefixMode(s string) (gateway.PrefixMode, error) {
+	switch m := gateway.PrefixMode(s); m {
+	case gateway.PrefixCollisions, gateway.PrefixAlways, gateway.PrefixNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("--tool-prefix must be '', always or never, not %q", s)
+}
+
+// serve runs the gateway until ctx ends.
+func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
+	began := time.Now()
+	specs, err := loadConfig(g, cfg, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(g.host, fmt.Sprint(g.port)))
+	if err != nil {
+		return fmt.Errorf("listening on port %d: %w", g.port, err)
+	}
+	defer ln.Close()
+
+	mode, _ := prefixMode(g.toolPrefix)
+	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode})
+	env := environWithout(tokenEnv)
+	for _, s := range specs {
+		router.Add(newUpstream(s, g, env, logger, serverLog))
+	}
+	defer router.Close()
+
+	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
+	err = router.Start(startCtx)
+	cancel()
+	if err != nil {
+		if startCtx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
+		}
+		return err
+	}
+
+	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
+	handler := &front.Handler{
+		Gateway:      gw,
+		Token:        token,
+		MaxBodyBytes: g.maxBodyBytes,
+		Health: func() any {
+			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount()}
+		},
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	port := ln.Addr().(*net.TCPAddr).Port
+	took := time.Since(began)
+	slowest := router.SlowestStart()
+	logger.Info("MCP gateway is ready", "port", port, "servers", len(specs), "tools", router.ToolCount())
+	logger.Debug("start-up time", "total", took, "slowest_server", slowest, "gateway_share", took-slowest)
+	if notifier != nil {
+		if err := notifier.Ready(port); err != nil {
+			logger.Warn("reporting readiness to the launcher failed", "err", err)
+		}
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	handler.Close()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("in-flight requests did not finish in time", "err", err)
+	}
+	return nil
+}
+
+// newUpstream builds the upstream of one configured server.
+func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
+	env := mergeEnv(baseEnv, s.Env)
+	opts := upstream.StdioOptions{
+		Name:       s.Name,
+		Command:    s.Command,
+		Dir:        s.Dir,
+		Env:        env,
+		Stderr:     serverLog,
+		Logger:     logger.With("server", s.Name),
+		ClientInfo: json.RawMessage(fmt.Sprintf(`{"name":"mcp-gateway","version":%q}`, version())),
+	}
+	if s.GitHub == nil {
+		return upstream.NewStdio(opts)
+	}
+	repo := github.Repo{Server: s.Name, Owner: s.GitHub.Owner, Name: s.GitHub.Repo, InstallCmd: s.GitHub.InstallCmd}
+	opts.Dir = filepath.Join(g.githubDir, repo.Owner, repo.Name)
+	return &githubUpstream{
+		Stdio: upstream.NewStdio(opts),
+		repo:  repo,
+		opts:  github.Options{Dir: g.githubDir, BaseURL: g.githubURL, Env: env, Output: serverLog},
+	}
+}
+
+// githubUpstream clones and installs its repository before its first start.
+type githubUpstream struct {
+	*upstream.Stdio
+	repo github.Repo
+	opts github.Options
+}
+
+func (u *githubUpstream) Start(ctx context.Context) error {
+	if _, err := github.Prepare(ctx, u.repo, u.opts); err != nil {
+		return err
+	}
+	return u.Stdio.Start(ctx)
+}
+
+// environWithout returns the process environment less the named variables.
+func environWithout(names ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// mergeEnv overlays extra (a server's envs) on base, replacing same-named entries.
+func mergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	env := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, overridden := extra[name]; !overridden {
+			env = append(env, kv)
+		}
+	}
+	names := make([]string, 0, len(extra))
+	for n := range extra {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		env = append(env, n+"="+extra[n])
+	}
+	return env
+}
+
+func newToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// syncWriter serializes writes of the gateway's log lines and its servers' stderr lines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
