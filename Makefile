@@ -1,0 +1,33 @@
+# The two commands of the README:
+#   make run    run a gateway locally on examples/default.json (memory + filesystem)
+#   make test   install what the tests need, then vet and run every test
+GO ?= go
+NPM_DIR := test/npm
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: build run test vet staticcheck clean
+
+build:
+	$(GO) build -o bin/mcp-gateway ./cmd/mcp-gateway
+
+run: build
+	@mkdir -p .run
+	@echo "mcp-gateway on http://127.0.0.1:50005/mcp; bearer token in .run/token (Ctrl-C stops it)"
+	./bin/mcp-gateway serve --config-file examples/default.json --host 127.0.0.1 --port 50005 \
+		--token-file .run/token --github-dir .run/github
+
+# npm ci installs the pinned MCP servers, clients and Node 22 the tests use.
+$(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck
+	$(GO) test -race -count=1 ./...
+
+clean:
+	rm -rf bin .run
