@@ -165,9 +165,10 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 
 	mode, _ := prefixMode(g.toolPrefix)
 	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode})
+	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	env := environWithout(tokenEnv)
 	for _, s := range specs {
-		router.Add(newUpstream(s, g, env, logger, serverLog))
+		router.Add(newUpstream(s, g, env, gw.UpstreamHooks(s.Name), logger, serverLog))
 	}
 	defer router.Close()
 
@@ -181,7 +182,6 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 		return err
 	}
 
-	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	handler := &front.Handler{
 		Gateway:      gw,
 		Token:        token,
@@ -221,7 +221,7 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 }
 
 // newUpstream builds the upstream of one configured server.
-func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
+func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks gateway.Hooks, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
 	env := mergeEnv(baseEnv, s.Env)
 	opts := upstream.StdioOptions{
 		Name:       s.Name,
@@ -231,6 +231,12 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, logger *
 		Stderr:     serverLog,
 		Logger:     logger.With("server", s.Name),
 		ClientInfo: json.RawMessage(fmt.Sprintf(`{"name":"mcp-gateway","version":%q}`, version())),
+		// A stdio server is shared by every client, so it is offered every
+		// client capability the gateway can route; a request for one the
+		// calling client lacks is refused by the gateway with a clear error.
+		Capabilities:   sharedClientCapabilities,
+		OnNotification: hooks.OnNotification,
+		OnRequest:      hooks.OnRequest,
 	}
 	if s.GitHub == nil {
 		return upstream.NewStdio(opts)
@@ -243,6 +249,9 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, logger *
 		opts:  github.Options{Dir: g.githubDir, BaseURL: g.githubURL, Env: env, Output: serverLog},
 	}
 }
+
+// sharedClientCapabilities are the client capabilities a shared server is offered.
+var sharedClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
 
 // githubUpstream clones and installs its repository before its first start.
 type githubUpstream struct {

@@ -135,15 +135,17 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case m.IsNotification():
-		sess.HandleNotification(r.Context(), m)
+		sess.HandleNotification(context.WithoutCancel(r.Context()), m)
 		w.WriteHeader(http.StatusAccepted)
 	case m.IsResponse():
+		sess.HandleResponse(m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		// A dropped connection is not a cancellation in the session era: the
 		// client cancels with notifications/cancelled.
-		reply := sess.Handle(context.WithoutCancel(r.Context()), m)
-		writeReply(w, m.ID, reply)
+		st := &stream{w: w}
+		reply := sess.Handle(context.WithoutCancel(r.Context()), m, st)
+		st.reply(m.ID, reply)
 	}
 }
 

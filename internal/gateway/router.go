@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,8 @@ type Upstream interface {
 	// Call sends one request and returns the server's response unchanged.
 	// An error is a transport failure, never a JSON-RPC error response.
 	Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error)
+	// Notify sends a notification to a running server.
+	Notify(ctx context.Context, method string, params json.RawMessage) error
 	// InitializeResult is the raw result of the server's initialize.
 	InitializeResult() json.RawMessage
 	// Generation changes each time the server is restarted.
@@ -49,12 +52,12 @@ type RouterOptions struct {
 type Router struct {
 	opts    RouterOptions
 	log     *slog.Logger
-	servers []*server // sorted by name; fixed after the first Start
+	servers []*server // sorted by name; fixed after Start
+	gw      *Gateway  // set by New; receives what servers send unprompted
 
-	rebuildMu     sync.Mutex
-	tools         atomic.Pointer[view]
-	onListChanged func(listKind)
-	slowestStart  time.Duration
+	rebuildMu    sync.Mutex
+	views        [4]atomic.Pointer[view] // by listKind.index
+	slowestStart time.Duration
 }
 
 type server struct {
@@ -62,9 +65,12 @@ type server struct {
 	up   Upstream
 
 	mu        sync.Mutex // serializes listings of this server
-	tools     []json.RawMessage
+	items     [4][]json.RawMessage
 	listedGen uint64
 	relisting atomic.Bool
+
+	activeMu sync.Mutex
+	active   map[*call]struct{} // client calls in flight on this server
 }
 
 // NewRouter returns a router with no servers.
@@ -79,22 +85,16 @@ func NewRouter(opts RouterOptions) *Router {
 		opts.MaxListPages = 100
 	}
 	r := &Router{opts: opts, log: opts.Logger}
-	r.tools.Store(buildView(nil, toolsKind, opts))
+	for _, k := range kinds {
+		r.views[k.index].Store(buildView(nil, k, opts))
+	}
 	return r
 }
 
 // Add registers an upstream under its name. Call it before Start.
 func (r *Router) Add(up Upstream) {
-	r.servers = append(r.servers, &server{name: up.Name(), up: up})
-	slices.SortFunc(r.servers, func(a, b *server) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	r.servers = append(r.servers, &server{name: up.Name(), up: up, active: map[*call]struct{}{}})
+	slices.SortFunc(r.servers, func(a, b *server) int { return strings.Compare(a.name, b.name) })
 }
 
 // Servers returns the server names, sorted.
@@ -104,6 +104,15 @@ func (r *Router) Servers() []string {
 		names[i] = s.name
 	}
 	return names
+}
+
+func (r *Router) server(name string) *server {
+	for _, s := range r.servers {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 // StartError reports the servers that failed to start.
@@ -117,18 +126,15 @@ func (e *StartError) Error() string {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	msg := ""
+	msgs := make([]string, len(names))
 	for i, n := range names {
-		if i > 0 {
-			msg += "; "
-		}
-		msg += e.Failed[n].Error()
+		msgs[i] = e.Failed[n].Error()
 	}
-	return msg
+	return strings.Join(msgs, "; ")
 }
 
-// Start starts every server in parallel and lists its tools. It returns a
-// *StartError naming every server that failed; the others are ready.
+// Start starts every server in parallel and lists what it offers. It returns
+// a *StartError naming every server that failed; the others are ready.
 func (r *Router) Start(ctx context.Context) error {
 	var (
 		wg     sync.WaitGroup
@@ -140,7 +146,7 @@ func (r *Router) Start(ctx context.Context) error {
 			began := time.Now()
 			err := s.up.Start(ctx)
 			if err == nil {
-				err = r.list(ctx, s)
+				err = r.list(ctx, s, kinds...)
 			}
 			took := time.Since(began)
 			mu.Lock()
@@ -154,7 +160,7 @@ func (r *Router) Start(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	r.rebuild()
+	r.rebuild(kinds...)
 	if len(failed) > 0 {
 		return &StartError{Failed: failed}
 	}
@@ -177,134 +183,198 @@ func (r *Router) Close() error {
 func (r *Router) SlowestStart() time.Duration { return r.slowestStart }
 
 // ToolCount is the number of exposed tools.
-func (r *Router) ToolCount() int { return len(r.tools.Load().items) }
+func (r *Router) ToolCount() int { return len(r.views[kindTools.index].Load().items) }
 
-// list reads all pages of a server's tools/list.
-func (r *Router) list(ctx context.Context, s *server) error {
+func (r *Router) view(k *listKind) *view { return r.views[k.index].Load() }
+
+// list reads all pages of the given kinds of a server's lists, those its
+// capabilities offer.
+func (r *Router) list(ctx context.Context, s *server, ks ...*listKind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gen := s.up.Generation()
-	if !hasCapability(s.up.InitializeResult(), "tools") {
-		s.tools, s.listedGen = nil, gen
-		return nil
+	init := s.up.InitializeResult()
+	for _, k := range ks {
+		if !hasCapability(init, k.capability) {
+			s.items[k.index] = nil
+			continue
+		}
+		items, err := r.listKind(ctx, s, k)
+		if err != nil {
+			return err
+		}
+		s.items[k.index] = items
 	}
+	s.listedGen = gen
+	return nil
+}
+
+func (r *Router) listKind(ctx context.Context, s *server, k *listKind) ([]json.RawMessage, error) {
 	var all []json.RawMessage
 	var cursor string
 	for page := 0; ; page++ {
 		if page == r.opts.MaxListPages {
-			r.log.Warn("tools/list has too many pages; the rest is ignored", "server", s.name, "pages", page)
-			break
+			r.log.Warn(k.method+" has too many pages; the rest is ignored", "server", s.name, "pages", page)
+			return all, nil
 		}
 		var params json.RawMessage
 		if cursor != "" {
 			params = wire.AppendString([]byte(`{"cursor":`), cursor)
 			params = append(params, '}')
 		}
-		resp, err := s.up.Call(ctx, "tools/list", params)
+		resp, err := s.up.Call(ctx, k.method, params)
 		if err != nil {
-			return fmt.Errorf("mcp server %q: listing tools: %w", s.name, err)
+			return nil, fmt.Errorf("mcp server %q: %s: %w", s.name, k.method, err)
 		}
 		if resp.Error != nil {
-			return fmt.Errorf("mcp server %q: listing tools: %w", s.name, wire.DecodeError(resp.Error))
+			return nil, fmt.Errorf("mcp server %q: %s: %w", s.name, k.method, wire.DecodeError(resp.Error))
 		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+		var items []json.RawMessage
+		if raw := wire.Get(resp.Result, k.field); raw != nil {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				return nil, fmt.Errorf("mcp server %q: %s: malformed %q: %w", s.name, k.method, k.field, err)
+			}
 		}
-		if err := json.Unmarshal(resp.Result, &res); err != nil {
-			return fmt.Errorf("mcp server %q: listing tools: malformed result: %w", s.name, err)
+		all = append(all, items...)
+		next, _ := wire.GetString(resp.Result, "nextCursor")
+		if next == "" || next == cursor {
+			return all, nil
 		}
-		all = append(all, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
-			break
-		}
-		cursor = res.NextCursor
+		cursor = next
 	}
-	s.tools, s.listedGen = all, gen
-	return nil
 }
 
 // hasCapability reports whether an initialize result declares a server capability.
 func hasCapability(initResult json.RawMessage, name string) bool {
-	var res struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
-	}
-	if json.Unmarshal(initResult, &res) != nil {
-		return false
-	}
-	v, ok := res.Capabilities[name]
-	return ok && string(v) != "null"
+	caps := wire.Get(initResult, "capabilities")
+	v := wire.Get(caps, name)
+	return v != nil && string(v) != "null"
 }
 
-// rebuild recomputes the merged views from every server's last listing.
-func (r *Router) rebuild() {
+// rebuild recomputes the merged views of the given kinds from every
+// server's last listing, and tells sessions about each that changed.
+func (r *Router) rebuild(ks ...*listKind) {
 	r.rebuildMu.Lock()
-	defer r.rebuildMu.Unlock()
-	lists := make([]serverItems, len(r.servers))
-	for i, s := range r.servers {
-		s.mu.Lock()
-		lists[i] = serverItems{server: s, items: s.tools}
-		s.mu.Unlock()
+	var changed []*listKind
+	for _, k := range ks {
+		lists := make([]serverItems, len(r.servers))
+		for i, s := range r.servers {
+			s.mu.Lock()
+			lists[i] = serverItems{server: s, items: s.items[k.index]}
+			s.mu.Unlock()
+		}
+		v := buildView(lists, k, r.opts)
+		for _, w := range v.warnings {
+			r.log.Warn(w)
+		}
+		if old := r.views[k.index].Swap(v); !v.sameAs(old) && !slices.Contains(changed, k) {
+			changed = append(changed, k)
+		}
 	}
-	v := buildView(lists, toolsKind, r.opts)
-	for _, w := range v.warnings {
-		r.log.Warn(w)
-	}
-	old := r.tools.Swap(v)
-	if !v.sameAs(old) && r.onListChanged != nil {
-		r.onListChanged(toolsKind)
+	r.rebuildMu.Unlock()
+	if r.gw != nil {
+		for _, k := range changed {
+			if k == kindTemplates && slices.Contains(changed, kindResources) {
+				continue // one resources/list_changed covers both
+			}
+			r.gw.listChanged(k)
+		}
 	}
 }
 
-// relistIfRestarted re-lists a server in the background when its process was
-// restarted since its tools were listed, since a new process may offer other tools.
-func (r *Router) relistIfRestarted(s *server) {
-	s.mu.Lock()
-	stale := s.up.Generation() != s.listedGen
-	s.mu.Unlock()
-	if !stale || !s.relisting.CompareAndSwap(false, true) {
+// relist re-lists kinds of a server in the background; one at a time per server.
+func (r *Router) relist(s *server, ks ...*listKind) {
+	if !s.relisting.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer s.relisting.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
 		defer cancel()
-		if err := r.list(ctx, s); err != nil {
-			r.log.Warn("re-listing tools after a restart failed", "server", s.name, "err", err)
+		if err := r.list(ctx, s, ks...); err != nil {
+			r.log.Warn("re-listing failed", "server", s.name, "err", err)
 			return
 		}
-		r.rebuild()
+		r.rebuild(ks...)
 	}()
 }
 
-// ListTools answers tools/list from the merged view.
-func (r *Router) ListTools(params json.RawMessage) (json.RawMessage, *wire.Error) {
-	return r.tools.Load().page(params)
+// relistIfRestarted re-lists a server whose process was restarted since it
+// was listed, since a new process may offer other tools.
+func (r *Router) relistIfRestarted(s *server) {
+	s.mu.Lock()
+	stale := s.up.Generation() != s.listedGen
+	s.mu.Unlock()
+	if stale {
+		r.relist(s, kinds...)
+	}
 }
 
-// CallTool forwards a tools/call to the server that owns the named tool.
-// Params travel unchanged except for the name.
-func (r *Router) CallTool(ctx context.Context, params json.RawMessage) (*upstream.Response, error) {
-	name, ok := wire.GetString(params, "name")
-	if !ok {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "tools/call needs params.name")
-	}
-	it := r.tools.Load().byName[name]
-	if it == nil {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "Unknown tool: %s", name)
-	}
-	if it.original != name {
-		var err error
-		if params, err = wire.SetString(params, "name", it.original); err != nil {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "tools/call params: %v", err)
+// capabilities merges what the servers offer into the gateway's own.
+func (r *Router) capabilities() map[string]any {
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+	subscribe := false
+	for _, s := range r.servers {
+		init := s.up.InitializeResult()
+		for _, c := range []string{"prompts", "logging", "completions"} {
+			if hasCapability(init, c) {
+				switch c {
+				case "prompts":
+					caps[c] = map[string]any{"listChanged": true}
+				default:
+					caps[c] = map[string]any{}
+				}
+			}
+		}
+		if hasCapability(init, "resources") {
+			res := wire.Get(wire.Get(init, "capabilities"), "resources")
+			if v := wire.Get(res, "subscribe"); string(v) == "true" {
+				subscribe = true
+			}
+			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
 	}
-	resp, err := it.server.up.Call(ctx, "tools/call", params)
-	r.relistIfRestarted(it.server)
-	if err != nil {
-		return nil, err
+	return caps
+}
+
+// instructions joins the servers' instructions, each under its server's name.
+func (r *Router) instructions() string {
+	var b strings.Builder
+	for _, s := range r.servers {
+		text, _ := wire.GetString(s.up.InitializeResult(), "instructions")
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "## %s\n%s", s.name, strings.TrimSpace(text))
 	}
-	return resp, nil
+	return b.String()
+}
+
+// resourceServer finds the server that serves a URI: the one listing it,
+// else the first whose template matches, else the only server offering
+// resources at all.
+func (r *Router) resourceServer(uri string) *server {
+	if it := r.view(kindResources).byKey[uri]; it != nil {
+		return it.server
+	}
+	for _, it := range r.view(kindTemplates).items {
+		if it.match.matches(uri) {
+			return it.server
+		}
+	}
+	var only *server
+	for _, s := range r.servers {
+		if hasCapability(s.up.InitializeResult(), "resources") {
+			if only != nil {
+				return nil
+			}
+			only = s
+		}
+	}
+	return only
 }
 
 // cursor encodes a page offset as an opaque string.

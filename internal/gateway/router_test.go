@@ -23,6 +23,7 @@ type fakeUpstream struct {
 	gen      atomic.Uint64
 	startErr error
 	calls    []string // raw params of tools/call
+	onCall   func(params string)
 }
 
 func (f *fakeUpstream) Name() string { return f.name }
@@ -35,6 +36,9 @@ func (f *fakeUpstream) InitializeResult() json.RawMessage {
 }
 func (f *fakeUpstream) Generation() uint64 { return f.gen.Load() }
 func (f *fakeUpstream) Close() error       { return nil }
+func (f *fakeUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	return nil
+}
 func (f *fakeUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
 	switch method {
 	case "tools/list":
@@ -53,6 +57,9 @@ func (f *fakeUpstream) Call(ctx context.Context, method string, params json.RawM
 		return &upstream.Response{Result: json.RawMessage(res + "}")}, nil
 	case "tools/call":
 		f.calls = append(f.calls, string(params))
+		if f.onCall != nil {
+			f.onCall(string(params))
+		}
 		return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"from ` + f.name + `"}],"x-extra":1}`)}, nil
 	}
 	return &upstream.Response{Error: json.RawMessage(`{"code":-32601,"message":"nope"}`)}, nil
@@ -67,7 +74,7 @@ func listAll(t *testing.T, r *Router) []json.RawMessage {
 	var all []json.RawMessage
 	params := json.RawMessage(nil)
 	for range 100 {
-		res, werr := r.ListTools(params)
+		res, werr := r.view(kindTools).page(params)
 		if werr != nil {
 			t.Fatalf("ListTools: %v", werr)
 		}
@@ -170,44 +177,89 @@ func TestPagination(t *testing.T) {
 		t.Errorf("names %v, want %v", got, want)
 	}
 	for _, bad := range []string{`{"cursor":"garbage!"}`, `{"cursor":"` + encodeCursor(2) + `"}`} {
-		if _, werr := r.ListTools(json.RawMessage(bad)); werr == nil || werr.Code != wire.CodeInvalidParams {
+		if _, werr := r.view(kindTools).page(json.RawMessage(bad)); werr == nil || werr.Code != wire.CodeInvalidParams {
 			t.Errorf("cursor %s: error %v, want invalid params", bad, werr)
 		}
 	}
-	res, werr := r.ListTools(json.RawMessage(`{"cursor":"` + encodeCursor(300) + `"}`))
+	res, werr := r.view(kindTools).page(json.RawMessage(`{"cursor":"` + encodeCursor(300) + `"}`))
 	if werr != nil || string(res) != `{"tools":[]}` {
 		t.Errorf("cursor past the end: %s %v, want an empty page", res, werr)
 	}
+}
+
+// recorder is a Stream that keeps what it is sent.
+type recorder struct{ msgs []string }
+
+func (r *recorder) Send(msg []byte) error { r.msgs = append(r.msgs, string(msg)); return nil }
+
+func newSession(t *testing.T, g *Gateway) *Session {
+	t.Helper()
+	s, _, werr := g.Initialize(json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}`))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	return s
 }
 
 func TestCallToolRewritesOnlyTheName(t *testing.T) {
 	a := &fakeUpstream{name: "a", tools: []string{tool("echo")}}
 	b := &fakeUpstream{name: "b", tools: []string{tool("echo")}}
 	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
 	r.Add(a)
 	r.Add(b)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	params := `{"name":"b_echo","arguments":{"name":"b_echo","n":1.50},"_meta":{"progressToken":7}}`
-	resp, err := r.CallTool(context.Background(), json.RawMessage(params))
-	if err != nil {
-		t.Fatal(err)
+	s := newSession(t, g)
+	params := `{"name":"b_echo","arguments":{"name":"b_echo","n":1.50}}`
+	reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)}, &recorder{})
+	if reply.Error != nil {
+		t.Fatal(string(reply.Error))
 	}
-	if want := `{"name":"echo","arguments":{"name":"b_echo","n":1.50},"_meta":{"progressToken":7}}`; len(b.calls) != 1 || b.calls[0] != want {
+	if want := `{"name":"echo","arguments":{"name":"b_echo","n":1.50}}`; len(b.calls) != 1 || b.calls[0] != want {
 		t.Errorf("b received %v, want [%s]", b.calls, want)
 	}
 	if len(a.calls) != 0 {
 		t.Errorf("a received %v", a.calls)
 	}
-	if want := `{"content":[{"type":"text","text":"from b"}],"x-extra":1}`; string(resp.Result) != want {
-		t.Errorf("result %s, want %s unchanged", resp.Result, want)
+	if want := `{"content":[{"type":"text","text":"from b"}],"x-extra":1}`; string(reply.Result) != want {
+		t.Errorf("result %s, want %s unchanged", reply.Result, want)
 	}
 
-	_, err = r.CallTool(context.Background(), json.RawMessage(`{"name":"nope"}`))
-	var we *wire.Error
-	if !errors.As(err, &we) || we.Code != wire.CodeInvalidParams || we.Message != "Unknown tool: nope" {
-		t.Errorf("unknown tool: %v", err)
+	reply = s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`2`), Method: "tools/call", Params: json.RawMessage(`{"name":"nope"}`)}, &recorder{})
+	if e := wire.DecodeError(reply.Error); e.Code != wire.CodeInvalidParams || e.Message != "Unknown tool: nope" {
+		t.Errorf("unknown tool: %s", reply.Error)
+	}
+}
+
+func TestProgressTokenIsMappedPerCall(t *testing.T) {
+	f := &fakeUpstream{name: "a", tools: []string{tool("echo")}}
+	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
+	r.Add(f)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hooks := g.UpstreamHooks("a")
+	s1, s2 := newSession(t, g), newSession(t, g)
+	rec1, rec2 := &recorder{}, &recorder{}
+	// Both clients use the token 7; the fake reports progress for whatever
+	// token it received, while the call is in flight.
+	f.onCall = func(params string) {
+		tok := string(wire.Get(wire.Get(json.RawMessage(params), "_meta"), "progressToken"))
+		hooks.OnNotification("notifications/progress", json.RawMessage(`{"progressToken":`+tok+`,"progress":1}`))
+	}
+	s1.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"echo","_meta":{"progressToken":7}}`)}, rec1)
+	s2.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"echo","_meta":{"progressToken":7}}`)}, rec2)
+	if len(f.calls) != 2 || f.calls[0] == f.calls[1] {
+		t.Fatalf("the server saw %v: two calls with distinct gateway tokens expected", f.calls)
+	}
+	want := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}`
+	for i, rec := range []*recorder{rec1, rec2} {
+		if len(rec.msgs) != 1 || rec.msgs[0] != want {
+			t.Errorf("client %d got %v, want exactly [%s]", i+1, rec.msgs, want)
+		}
 	}
 }
 
@@ -232,8 +284,8 @@ func TestStartReportsEveryFailedServer(t *testing.T) {
 func TestRestartWithOtherToolsNotifiesSessions(t *testing.T) {
 	f := &fakeUpstream{name: "a", tools: []string{tool("one")}}
 	r := NewRouter(RouterOptions{})
-	r.Add(f)
 	g := New(r, Info{Name: "gw", Version: "t"})
+	r.Add(f)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +299,8 @@ func TestRestartWithOtherToolsNotifiesSessions(t *testing.T) {
 	// The process restarts (generation changes) and offers another tool.
 	f.tools = []string{tool("one"), tool("two")}
 	f.gen.Add(1)
-	if _, err := r.CallTool(context.Background(), json.RawMessage(`{"name":"one"}`)); err != nil {
-		t.Fatal(err)
+	if reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"one"}`)}, &recorder{}); reply.Error != nil {
+		t.Fatal(string(reply.Error))
 	}
 	msg := <-s.Outbox()
 	if string(msg) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -17,7 +19,6 @@ var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11
 // Info describes the gateway to clients.
 type Info struct {
 	Name, Version string
-	Instructions  string
 }
 
 // Gateway is the merged MCP server that sessions talk to.
@@ -25,22 +26,34 @@ type Gateway struct {
 	Router *Router
 	Info   Info
 
+	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
+	progress sync.Map      // gateway progress token → *call
+
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
+	subs     map[string]map[*Session]struct{} // resource URI → subscribed sessions
 }
 
-// New returns a gateway serving the router's merged view.
+// New returns a gateway serving the router's merged view. Build upstreams
+// with its UpstreamHooks, Add them to the router, then Start the router.
 func New(r *Router, info Info) *Gateway {
-	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}}
-	r.onListChanged = g.listChanged
+	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}, subs: map[string]map[*Session]struct{}{}}
+	r.gw = g
 	return g
 }
 
 // outboxSize bounds the server-initiated messages waiting for a client's
-// stream; beyond it a message is dropped (list_changed is idempotent).
-const outboxSize = 64
+// stream; beyond it a message is dropped.
+const outboxSize = 256
 
-// Session is one downstream client of the legacy era.
+// Stream carries the messages that belong to one client request and come
+// before its response: progress, log messages, requests to the client. The
+// front writes them on that request's own HTTP response.
+type Stream interface {
+	Send(msg []byte) error
+}
+
+// Session is one downstream client of the session era (2025-11-25 and earlier).
 type Session struct {
 	gw              *Gateway
 	protocolVersion string
@@ -50,7 +63,16 @@ type Session struct {
 	out       chan []byte
 	done      chan struct{}
 	closeOnce sync.Once
+
+	mu       sync.Mutex
+	calls    map[string]*call                // in flight, by the client's request id
+	outgoing map[string]chan *wire.Message   // requests to the client, by the gateway's id
+	logLevel int                             // index in logLevels; -1: never set
+	subs     map[string]struct{}             // subscribed resource URIs
 }
+
+// ProtocolVersion is the version negotiated at initialize.
+func (s *Session) ProtocolVersion() string { return s.protocolVersion }
 
 // Outbox carries server-initiated messages for the client's GET stream.
 func (s *Session) Outbox() <-chan []byte { return s.out }
@@ -58,18 +80,35 @@ func (s *Session) Outbox() <-chan []byte { return s.out }
 // Done is closed when the session ends.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Close ends the session.
+// Close ends the session: its calls are cancelled and its subscriptions dropped.
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
-		s.gw.mu.Lock()
-		delete(s.gw.sessions, s)
-		s.gw.mu.Unlock()
+		g := s.gw
+		g.mu.Lock()
+		delete(g.sessions, s)
+		g.mu.Unlock()
+		s.mu.Lock()
+		calls := make([]*call, 0, len(s.calls))
+		for _, c := range s.calls {
+			calls = append(calls, c)
+		}
+		uris := make([]string, 0, len(s.subs))
+		for u := range s.subs {
+			uris = append(uris, u)
+		}
+		s.mu.Unlock()
+		for _, c := range calls {
+			c.cancel()
+		}
+		for _, u := range uris {
+			g.unsubscribe(context.Background(), s, u)
+		}
 		close(s.done)
 	})
 }
 
-// send queues a server-initiated message for the client, dropping it when
-// the client is not reading.
+// send queues a server-initiated message for the client's GET stream,
+// dropping it when the client is not reading.
 func (s *Session) send(msg []byte) {
 	select {
 	case s.out <- msg:
@@ -77,18 +116,29 @@ func (s *Session) send(msg []byte) {
 	}
 }
 
+// hasCapability reports whether the client declared a capability.
+func (s *Session) hasCapability(name string) bool {
+	v := wire.Get(s.capabilities, name)
+	return v != nil && string(v) != "null"
+}
+
 // listChanged tells every session that a merged list changed.
-func (g *Gateway) listChanged(kind listKind) {
-	msg := wire.AppendNotification(nil, kind.changedNotification, nil)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for s := range g.sessions {
+func (g *Gateway) listChanged(k *listKind) {
+	msg := wire.AppendNotification(nil, k.changed, nil)
+	for _, s := range g.sessionList() {
 		s.send(msg)
 	}
 }
 
-// ProtocolVersion is the version negotiated at initialize.
-func (s *Session) ProtocolVersion() string { return s.protocolVersion }
+func (g *Gateway) sessionList() []*Session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*Session, 0, len(g.sessions))
+	for s := range g.sessions {
+		out = append(out, s)
+	}
+	return out
+}
 
 // Initialize answers an initialize request and returns the new session.
 func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage, *wire.Error) {
@@ -104,16 +154,19 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 	if slices.Contains(LegacyVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	s := &Session{gw: g, protocolVersion: version, clientInfo: p.ClientInfo, capabilities: p.Capabilities,
-		out: make(chan []byte, outboxSize), done: make(chan struct{})}
+	s := &Session{
+		gw: g, protocolVersion: version, clientInfo: p.ClientInfo, capabilities: p.Capabilities,
+		out: make(chan []byte, outboxSize), done: make(chan struct{}),
+		calls: map[string]*call{}, outgoing: map[string]chan *wire.Message{}, logLevel: -1, subs: map[string]struct{}{},
+	}
 	g.mu.Lock()
 	g.sessions[s] = struct{}{}
 	g.mu.Unlock()
 	res := initializeResult{
 		ProtocolVersion: version,
-		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}},
+		Capabilities:    g.Router.capabilities(),
 		ServerInfo:      serverInfo{Name: g.Info.Name, Version: g.Info.Version},
-		Instructions:    g.Info.Instructions,
+		Instructions:    g.Router.instructions(),
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -143,23 +196,42 @@ type Reply struct {
 
 func errorReply(e *wire.Error) Reply { return Reply{Error: e.Marshal()} }
 
-// Handle answers one request of the session's client.
-func (s *Session) Handle(ctx context.Context, m *wire.Message) Reply {
+var emptyResult = Reply{Result: json.RawMessage(`{}`)}
+
+// Handle answers one request of the session's client. Messages that belong
+// to the request and come before its answer are written to stream.
+func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	r := s.gw.Router
 	switch m.Method {
 	case "ping":
-		return Reply{Result: json.RawMessage(`{}`)}
-	case "tools/list":
-		res, werr := s.gw.Router.ListTools(m.Params)
+		return emptyResult
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		res, werr := r.view(kindByMethod(m.Method)).page(m.Params)
 		if werr != nil {
 			return errorReply(werr)
 		}
 		return Reply{Result: res}
 	case "tools/call":
-		resp, err := s.gw.Router.CallTool(ctx, m.Params)
-		if err != nil {
-			return errorReply(asWireError(err))
+		return s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s")
+	case "prompts/get":
+		return s.callNamed(ctx, m, stream, kindPrompts, "Unknown prompt: %s")
+	case "resources/read":
+		uri, _ := wire.GetString(m.Params, "uri")
+		srv := r.resourceServer(uri)
+		if srv == nil {
+			return errorReply(resourceNotFound(uri))
 		}
-		return Reply{Result: resp.Result, Error: resp.Error}
+		return s.forward(ctx, m, stream, srv, m.Params)
+	case "resources/subscribe":
+		return s.gw.subscribe(ctx, s, m.Params)
+	case "resources/unsubscribe":
+		uri, _ := wire.GetString(m.Params, "uri")
+		s.gw.unsubscribe(ctx, s, uri)
+		return emptyResult
+	case "completion/complete":
+		return s.complete(ctx, m, stream)
+	case "logging/setLevel":
+		return s.gw.setLevel(ctx, s, m.Params)
 	case "initialize":
 		return errorReply(wire.Errorf(wire.CodeInvalidRequest, "this session is already initialized; start a new session to initialize again"))
 	default:
@@ -167,10 +239,101 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message) Reply {
 	}
 }
 
+// resourceNotFound is the specification's error for an unknown resource.
+func resourceNotFound(uri string) *wire.Error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &wire.Error{Code: -32002, Message: "Resource not found: " + uri, Data: data}
+}
+
+// callNamed forwards a request naming a tool or prompt to its server, under
+// the name the server knows it by.
+func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream, k *listKind, unknown string) Reply {
+	name, ok := wire.GetString(m.Params, "name")
+	if !ok {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s needs params.name", m.Method))
+	}
+	it := s.gw.Router.view(k).byKey[name]
+	if it == nil {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
+	}
+	params := m.Params
+	if it.original != name {
+		var err error
+		if params, err = wire.SetString(params, "name", it.original); err != nil {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params: %v", m.Method, err))
+		}
+	}
+	return s.forward(ctx, m, stream, it.server, params)
+}
+
+// complete routes completion/complete by the prompt or resource it names.
+func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	r := s.gw.Router
+	ref := wire.Get(m.Params, "ref")
+	typ, _ := wire.GetString(ref, "type")
+	switch typ {
+	case "ref/prompt":
+		name, _ := wire.GetString(ref, "name")
+		it := r.view(kindPrompts).byKey[name]
+		if it == nil {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Unknown prompt: %s", name))
+		}
+		params := m.Params
+		if it.original != name {
+			newRef, err := wire.SetString(ref, "name", it.original)
+			if err == nil {
+				params, err = wire.Set(params, "ref", newRef)
+			}
+			if err != nil {
+				return errorReply(wire.Errorf(wire.CodeInvalidParams, "completion/complete params: %v", err))
+			}
+		}
+		return s.forward(ctx, m, stream, it.server, params)
+	case "ref/resource":
+		uri, _ := wire.GetString(ref, "uri")
+		if it := r.view(kindTemplates).byKey[uri]; it != nil {
+			return s.forward(ctx, m, stream, it.server, m.Params)
+		}
+		if srv := r.resourceServer(uri); srv != nil {
+			return s.forward(ctx, m, stream, srv, m.Params)
+		}
+		return errorReply(resourceNotFound(uri))
+	}
+	return errorReply(wire.Errorf(wire.CodeInvalidParams, "completion/complete needs params.ref of type ref/prompt or ref/resource"))
+}
+
 // HandleNotification takes one notification of the session's client.
 func (s *Session) HandleNotification(ctx context.Context, m *wire.Message) {
-	// notifications/initialized and the rest need nothing from the gateway yet;
-	// cancellation and roots changes are routed here when they are forwarded.
+	switch m.Method {
+	case "notifications/cancelled":
+		id := wire.Get(m.Params, "requestId")
+		s.mu.Lock()
+		c := s.calls[string(id)]
+		s.mu.Unlock()
+		if c != nil {
+			c.cancel()
+		}
+	case "notifications/roots/list_changed":
+		for _, srv := range s.gw.Router.servers {
+			_ = srv.up.Notify(ctx, m.Method, m.Params)
+		}
+	}
+}
+
+// HandleResponse takes the client's answer to a request the gateway sent it.
+func (s *Session) HandleResponse(m *wire.Message) {
+	s.mu.Lock()
+	ch := s.outgoing[string(m.ID)]
+	delete(s.outgoing, string(m.ID))
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// newID returns a gateway-unique id for progress tokens and requests.
+func (g *Gateway) newID(prefix string) string {
+	return prefix + strconv.FormatUint(g.nextID.Add(1), 10)
 }
 
 // asWireError turns a routing or transport error into a JSON-RPC error.

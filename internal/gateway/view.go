@@ -12,21 +12,41 @@ import (
 // relistTimeout bounds a background re-listing of one server.
 const relistTimeout = 30 * time.Second
 
-// listKind describes one kind of named list the router merges.
+// listKind describes one kind of list the router merges.
 type listKind struct {
-	method string // "tools/list"
-	field  string // "tools": the result's array member
-
-	changedNotification string // "notifications/tools/list_changed"
+	index      int
+	method     string // "tools/list"
+	field      string // "tools": the result's array member
+	key        string // the member that identifies an item: "name", "uri", "uriTemplate"
+	rename     bool   // exposed names follow the naming rule (tools, prompts); else duplicates are hidden
+	capability string // the server capability that offers it
+	changed    string // the notification announcing a change
 }
 
-var toolsKind = listKind{method: "tools/list", field: "tools", changedNotification: "notifications/tools/list_changed"}
+var (
+	kindTools     = &listKind{0, "tools/list", "tools", "name", true, "tools", "notifications/tools/list_changed"}
+	kindPrompts   = &listKind{1, "prompts/list", "prompts", "name", true, "prompts", "notifications/prompts/list_changed"}
+	kindResources = &listKind{2, "resources/list", "resources", "uri", false, "resources", "notifications/resources/list_changed"}
+	kindTemplates = &listKind{3, "resources/templates/list", "resourceTemplates", "uriTemplate", false, "resources", "notifications/resources/list_changed"}
+	kinds         = []*listKind{kindTools, kindPrompts, kindResources, kindTemplates}
+)
+
+// kindByMethod maps a list method to its kind.
+func kindByMethod(method string) *listKind {
+	for _, k := range kinds {
+		if k.method == method {
+			return k
+		}
+	}
+	return nil
+}
 
 // item is one exposed entry of a merged list.
 type item struct {
 	server   *server
-	original string          // the name on its server
+	original string          // its key on its server
 	def      json.RawMessage // the definition as exposed (renamed when needed)
+	match    *uriTemplate    // for resource templates
 }
 
 // serverItems is one server's listing, input to buildView.
@@ -38,51 +58,67 @@ type serverItems struct {
 // view is an immutable merged list with its pages already encoded, so a
 // list request is answered by copying bytes.
 type view struct {
-	kind     listKind
+	kind     *listKind
 	items    []*item
-	byName   map[string]*item
+	byKey    map[string]*item
 	pages    []json.RawMessage
 	pageSize int
 	warnings []string
 }
 
-// buildView merges the servers' listings (servers in sorted order) under the
-// naming rule and encodes the pages.
-func buildView(lists []serverItems, kind listKind, opts RouterOptions) *view {
-	v := &view{kind: kind, byName: map[string]*item{}, pageSize: opts.PageSize}
+// buildView merges the servers' listings (servers in sorted order). Named
+// kinds follow the naming rule; for resources and templates the first server
+// in sorted order offering a URI keeps it and later duplicates are hidden.
+func buildView(lists []serverItems, kind *listKind, opts RouterOptions) *view {
+	v := &view{kind: kind, byKey: map[string]*item{}, pageSize: opts.PageSize}
 	for _, l := range lists {
 		for _, def := range l.items {
-			name, ok := wire.GetString(def, "name")
-			if !ok || name == "" {
-				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: a %s entry without a name is skipped", l.server.name, kind.method))
+			key, ok := wire.GetString(def, kind.key)
+			if !ok || key == "" {
+				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: a %s entry without %q is skipped", l.server.name, kind.method, kind.key))
 				continue
 			}
+			candidates := []string{key}
+			if kind.rename {
+				candidates = opts.Prefix.candidates(l.server.name, key)
+			}
 			exposed := ""
-			for _, c := range opts.Prefix.candidates(l.server.name, name) {
-				if _, taken := v.byName[c]; !taken {
+			for _, c := range candidates {
+				if _, taken := v.byKey[c]; !taken {
 					exposed = c
 					break
 				}
 			}
 			if exposed == "" {
-				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %q is skipped: its name is already taken by another server", l.server.name, name))
+				owner := v.byKey[candidates[0]]
+				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %s %q is hidden: server %q offers it too and comes first", l.server.name, kind.key, key, ownerName(owner)))
 				continue
 			}
-			it := &item{server: l.server, original: name, def: def}
-			if exposed != name {
-				renamed, err := wire.SetString(def, "name", exposed)
+			it := &item{server: l.server, original: key, def: def}
+			if exposed != key {
+				renamed, err := wire.SetString(def, kind.key, exposed)
 				if err != nil {
-					v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %q is skipped: %v", l.server.name, name, err))
+					v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %q is skipped: %v", l.server.name, key, err))
 					continue
 				}
 				it.def = renamed
 			}
-			v.byName[exposed] = it
+			if kind == kindTemplates {
+				it.match = parseURITemplate(key)
+			}
+			v.byKey[exposed] = it
 			v.items = append(v.items, it)
 		}
 	}
 	v.pages = encodePages(v.items, kind.field, opts.PageSize)
 	return v
+}
+
+func ownerName(it *item) string {
+	if it == nil {
+		return "?"
+	}
+	return it.server.name
 }
 
 func encodePages(items []*item, field string, size int) []json.RawMessage {
@@ -124,11 +160,7 @@ func (v *view) page(params json.RawMessage) (json.RawMessage, *wire.Error) {
 	if i := offset / v.pageSize; i < len(v.pages) {
 		return v.pages[i], nil
 	}
-	return v.emptyPage(), nil
-}
-
-func (v *view) emptyPage() json.RawMessage {
-	return json.RawMessage(`{"` + v.kind.field + `":[]}`)
+	return json.RawMessage(`{"` + v.kind.field + `":[]}`), nil
 }
 
 // sameAs reports whether v exposes exactly what o exposes.

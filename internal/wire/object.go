@@ -67,3 +67,40 @@ func SetString(obj []byte, key, value string) ([]byte, error) {
 	out = AppendString(out, value)
 	return append(out, obj[end:]...), nil
 }
+
+// Get returns the raw value of a top-level member of obj, or nil.
+func Get(obj []byte, key string) json.RawMessage {
+	start, end, ok, err := Member(obj, key)
+	if err != nil || !ok {
+		return nil
+	}
+	return json.RawMessage(obj[start:end])
+}
+
+// Set returns a copy of obj with the top-level member key set to the raw
+// value, added at the end when obj has no such member. Every other byte of
+// obj is kept. A nil or empty obj is treated as {}.
+func Set(obj []byte, key string, value json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(obj)) == 0 || string(bytes.TrimSpace(obj)) == "null" {
+		obj = []byte("{}")
+	}
+	start, end, ok, err := Member(obj, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(obj)+len(key)+len(value)+4)
+	if ok {
+		out = append(out, obj[:start]...)
+		out = append(out, value...)
+		return append(out, obj[end:]...), nil
+	}
+	closing := bytes.LastIndexByte(obj, '}')
+	out = append(out, obj[:closing]...)
+	if bytes.ContainsAny(bytes.TrimSpace(obj[1:closing]), "\"") {
+		out = append(out, ',')
+	}
+	out = AppendString(out, key)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[closing:]...), nil
+}

@@ -73,3 +73,25 @@ func TestAppend(t *testing.T) {
 		t.Errorf("AppendNotification = %s, want %s", got, want)
 	}
 }
+
+func TestSetAndGet(t *testing.T) {
+	tests := []struct{ in, key, value, want string }{
+		{`{"a":1,"_meta":{"x":2}}`, "_meta", `{"progressToken":"p1"}`, `{"a":1,"_meta":{"progressToken":"p1"}}`},
+		{`{"a":1}`, "_meta", `{}`, `{"a":1,"_meta":{}}`},
+		{`{}`, "k", `"v"`, `{"k":"v"}`},
+		{``, "k", `1`, `{"k":1}`},
+		{` { } `, "k", `1`, ` { "k":1} `},
+	}
+	for _, tt := range tests {
+		got, err := Set([]byte(tt.in), tt.key, json.RawMessage(tt.value))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Set(%s, %s, %s) = %s, %v; want %s", tt.in, tt.key, tt.value, got, err, tt.want)
+		}
+	}
+	if got := Get([]byte(`{"a":{"b":[1]},"c":2}`), "a"); string(got) != `{"b":[1]}` {
+		t.Errorf("Get = %s", got)
+	}
+	if got := Get([]byte(`{"a":1}`), "z"); got != nil {
+		t.Errorf("Get of a missing member = %s", got)
+	}
+}

@@ -1,0 +1,360 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// call is one client request in flight on an upstream server.
+type call struct {
+	sess   *Session
+	server *server
+	id     string // the client's request id, raw JSON
+	stream Stream
+	cancel context.CancelFunc
+
+	progressToken json.RawMessage // the client's token, nil without one
+	gwToken       string          // the token the server sees instead
+}
+
+// forward sends a request to srv on behalf of the session's client and
+// returns the server's answer unchanged. While it is in flight, the call is
+// where the server's progress, log messages and requests for this client go.
+func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	g := s.gw
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel}
+
+	// Progress tokens are the client's own and may collide with another
+	// client's on a shared server: the server sees a gateway-unique one.
+	if tok := wire.Get(wire.Get(params, "_meta"), "progressToken"); tok != nil {
+		c.progressToken = tok
+		c.gwToken = g.newID("gw-progress-")
+		var err error
+		if params, err = replaceProgressToken(params, wire.AppendString(nil, c.gwToken)); err != nil {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params._meta: %v", m.Method, err))
+		}
+		g.progress.Store(c.gwToken, c)
+		defer g.progress.Delete(c.gwToken)
+	}
+
+	s.mu.Lock()
+	s.calls[c.id] = c
+	s.mu.Unlock()
+	srv.activeMu.Lock()
+	srv.active[c] = struct{}{}
+	srv.activeMu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.calls[c.id] == c {
+			delete(s.calls, c.id)
+		}
+		s.mu.Unlock()
+		srv.activeMu.Lock()
+		delete(srv.active, c)
+		srv.activeMu.Unlock()
+	}()
+
+	resp, err := srv.up.Call(ctx, m.Method, params)
+	g.Router.relistIfRestarted(srv)
+	if err != nil {
+		return errorReply(asWireError(err))
+	}
+	return Reply{Result: resp.Result, Error: resp.Error}
+}
+
+// replaceProgressToken sets params._meta.progressToken to tok.
+func replaceProgressToken(params, tok json.RawMessage) (json.RawMessage, error) {
+	meta, err := wire.Set(wire.Get(params, "_meta"), "progressToken", tok)
+	if err != nil {
+		return nil, err
+	}
+	return wire.Set(params, "_meta", meta)
+}
+
+// Hooks are the callbacks an upstream calls with what its server sends
+// unprompted: notifications, and requests to the client.
+type Hooks struct {
+	OnNotification func(method string, params json.RawMessage)
+	OnRequest      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error)
+}
+
+// UpstreamHooks returns the hooks for the upstream of the named server.
+func (g *Gateway) UpstreamHooks(name string) Hooks {
+	return Hooks{
+		OnNotification: func(method string, params json.RawMessage) {
+			if srv := g.Router.server(name); srv != nil {
+				g.serverNotification(srv, method, params)
+			}
+		},
+		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+			srv := g.Router.server(name)
+			if srv == nil {
+				return nil, wire.Errorf(wire.CodeInternalError, "mcp server %q is not known to the gateway", name)
+			}
+			return g.serverRequest(ctx, srv, method, params)
+		},
+	}
+}
+
+// serverNotification routes a notification from a server. It runs on the
+// upstream's reader, so it never waits for a client.
+func (g *Gateway) serverNotification(srv *server, method string, params json.RawMessage) {
+	r := g.Router
+	switch method {
+	case "notifications/progress":
+		tok, _ := wire.GetString(params, "progressToken")
+		v, ok := g.progress.Load(tok)
+		if !ok {
+			return
+		}
+		c := v.(*call)
+		params, err := wire.Set(params, "progressToken", c.progressToken)
+		if err != nil {
+			return
+		}
+		_ = c.stream.Send(wire.AppendNotification(nil, method, params))
+	case "notifications/message":
+		g.logMessage(srv, params)
+	case "notifications/tools/list_changed":
+		r.relist(srv, kindTools)
+	case "notifications/prompts/list_changed":
+		r.relist(srv, kindPrompts)
+	case "notifications/resources/list_changed":
+		r.relist(srv, kindResources, kindTemplates)
+	case "notifications/resources/updated":
+		uri, _ := wire.GetString(params, "uri")
+		msg := wire.AppendNotification(nil, method, params)
+		for _, s := range g.subscribers(uri) {
+			s.send(msg)
+		}
+	default:
+		r.log.Debug("notification from a server dropped", "server", srv.name, "method", method)
+	}
+}
+
+// callerOf returns the one client call in flight on srv that a message from
+// srv must belong to, or an error saying why none can be chosen. Calls of
+// one session are one client; calls of several are ambiguous.
+func (srv *server) callerOf() (*call, error) {
+	srv.activeMu.Lock()
+	defer srv.activeMu.Unlock()
+	var chosen *call
+	for c := range srv.active {
+		if chosen != nil && chosen.sess != c.sess {
+			return nil, fmt.Errorf("calls of several clients are in flight on mcp server %q, so the gateway cannot tell which client it is for", srv.name)
+		}
+		chosen = c
+	}
+	if chosen == nil {
+		return nil, fmt.Errorf("no client call is in flight on mcp server %q, so the gateway cannot tell which client it is for", srv.name)
+	}
+	return chosen, nil
+}
+
+// clientCapabilityFor names the client capability a server-to-client request needs.
+var clientCapabilityFor = map[string]string{
+	"sampling/createMessage": "sampling",
+	"elicitation/create":     "elicitation",
+	"roots/list":             "roots",
+}
+
+// serverRequest routes a request from a server to the client whose call
+// caused it, and returns that client's answer.
+func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+	if method == "ping" {
+		return json.RawMessage(`{}`), nil
+	}
+	capability, known := clientCapabilityFor[method]
+	if !known {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
+	}
+	c, err := srv.callerOf()
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
+	}
+	if !c.sess.hasCapability(capability) {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, capability)
+	}
+	return c.sess.request(ctx, c.stream, method, params)
+}
+
+// request sends a request to the client, on stream if it is still open
+// (else on the session's GET stream), and waits for its answer.
+func (s *Session) request(ctx context.Context, stream Stream, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+	id := wire.AppendString(nil, s.gw.newID("gw-request-"))
+	ch := make(chan *wire.Message, 1)
+	s.mu.Lock()
+	s.outgoing[string(id)] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.outgoing, string(id))
+		s.mu.Unlock()
+	}()
+	msg := wire.AppendRequest(nil, id, method, params)
+	if stream == nil || stream.Send(msg) != nil {
+		s.send(msg)
+	}
+	select {
+	case resp := <-ch:
+		if resp.Error != nil {
+			return nil, wire.DecodeError(resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, ctx.Err())
+	case <-s.done:
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: the client's session ended", method)
+	}
+}
+
+// logLevels in increasing severity (RFC 5424, as MCP uses them).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// setLevel records a client's log level and fans the most verbose level any
+// client asked for out to the servers that log.
+func (g *Gateway) setLevel(ctx context.Context, s *Session, params json.RawMessage) Reply {
+	level, _ := wire.GetString(params, "level")
+	i := slices.Index(logLevels, level)
+	if i < 0 {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "logging/setLevel: unknown level %q; use one of %v", level, logLevels))
+	}
+	s.mu.Lock()
+	s.logLevel = i
+	s.mu.Unlock()
+	lowest := i
+	for _, other := range g.sessionList() {
+		other.mu.Lock()
+		if other.logLevel >= 0 {
+			lowest = min(lowest, other.logLevel)
+		}
+		other.mu.Unlock()
+	}
+	p := wire.AppendString([]byte(`{"level":`), logLevels[lowest])
+	p = append(p, '}')
+	for _, srv := range g.Router.servers {
+		if !hasCapability(srv.up.InitializeResult(), "logging") {
+			continue
+		}
+		resp, err := srv.up.Call(ctx, "logging/setLevel", p)
+		if err == nil && resp.Error != nil {
+			err = wire.DecodeError(resp.Error)
+		}
+		if err != nil {
+			g.Router.log.Warn("logging/setLevel failed", "server", srv.name, "err", err)
+		}
+	}
+	return emptyResult
+}
+
+// wants reports whether the client asked for messages of this level.
+func (s *Session) wants(level int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logLevel < 0 || level >= s.logLevel
+}
+
+// logMessage delivers a server's log message: on the stream of the one
+// client call in flight on it, else to every client of the gateway (the
+// server is theirs alike), each filtered by its own level.
+func (g *Gateway) logMessage(srv *server, params json.RawMessage) {
+	level, _ := wire.GetString(params, "level")
+	li := slices.Index(logLevels, level)
+	msg := wire.AppendNotification(nil, "notifications/message", params)
+	if c, err := srv.callerOf(); err == nil {
+		if c.sess.wants(li) && c.stream.Send(msg) != nil {
+			c.sess.send(msg)
+		}
+		return
+	}
+	for _, s := range g.sessionList() {
+		if s.wants(li) {
+			s.send(msg)
+		}
+	}
+}
+
+// subscribe subscribes a client to a resource; the server is asked only
+// for the first subscriber of a URI.
+func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMessage) Reply {
+	uri, _ := wire.GetString(params, "uri")
+	srv := g.Router.resourceServer(uri)
+	if srv == nil {
+		return errorReply(resourceNotFound(uri))
+	}
+	g.mu.Lock()
+	first := len(g.subs[uri]) == 0
+	if g.subs[uri] == nil {
+		g.subs[uri] = map[*Session]struct{}{}
+	}
+	g.subs[uri][s] = struct{}{}
+	g.mu.Unlock()
+	s.mu.Lock()
+	s.subs[uri] = struct{}{}
+	s.mu.Unlock()
+	if !first {
+		return emptyResult
+	}
+	resp, err := srv.up.Call(ctx, "resources/subscribe", params)
+	if err == nil && resp.Error == nil {
+		return emptyResult
+	}
+	g.unsubscribeLocal(s, uri)
+	if err != nil {
+		return errorReply(asWireError(err))
+	}
+	return Reply{Error: resp.Error}
+}
+
+// unsubscribe drops a client's subscription; the server is told when the
+// last subscriber of a URI leaves.
+func (g *Gateway) unsubscribe(ctx context.Context, s *Session, uri string) {
+	if !g.unsubscribeLocal(s, uri) {
+		return
+	}
+	if srv := g.Router.resourceServer(uri); srv != nil {
+		p := wire.AppendString([]byte(`{"uri":`), uri)
+		p = append(p, '}')
+		if _, err := srv.up.Call(ctx, "resources/unsubscribe", p); err != nil {
+			g.Router.log.Warn("resources/unsubscribe failed", "server", srv.name, "uri", uri, "err", err)
+		}
+	}
+}
+
+// unsubscribeLocal forgets a subscription and reports whether it was the last for its URI.
+func (g *Gateway) unsubscribeLocal(s *Session, uri string) (last bool) {
+	s.mu.Lock()
+	delete(s.subs, uri)
+	s.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set, ok := g.subs[uri]
+	if !ok {
+		return false
+	}
+	if _, had := set[s]; !had {
+		return false
+	}
+	delete(set, s)
+	if len(set) == 0 {
+		delete(g.subs, uri)
+		return true
+	}
+	return false
+}
+
+func (g *Gateway) subscribers(uri string) []*Session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*Session, 0, len(g.subs[uri]))
+	for s := range g.subs[uri] {
+		out = append(out, s)
+	}
+	return out
+}
