@@ -65,10 +65,10 @@ type Session struct {
 	closeOnce sync.Once
 
 	mu       sync.Mutex
-	calls    map[string]*call                // in flight, by the client's request id
-	outgoing map[string]chan *wire.Message   // requests to the client, by the gateway's id
-	logLevel int                             // index in logLevels; -1: never set
-	subs     map[string]struct{}             // subscribed resource URIs
+	calls    map[string]*call              // in flight, by the client's request id
+	outgoing map[string]chan *wire.Message // requests to the client, by the gateway's id
+	logLevel int                           // index in logLevels; -1: never set
+	subs     map[string]struct{}           // subscribed resource URIs
 }
 
 // ProtocolVersion is the version negotiated at initialize.
