@@ -214,6 +214,7 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	handler.Close()
+	gw.Close()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		logger.Warn("in-flight requests did not finish in time", "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -116,8 +117,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if v, modern := requestedModernVersion(r, m); modern {
-		h.refuseVersion(w, m, v)
+	if _, modern := requestedModernVersion(r, m); modern {
+		h.serveModern(w, r, m)
 		return
 	}
 	if m.Method == "initialize" && m.IsRequest() {
@@ -167,26 +168,14 @@ func requestedModernVersion(r *http.Request, m *wire.Message) (string, bool) {
 }
 
 // refuseVersion answers with the specification's UnsupportedProtocolVersion
-// error listing the versions served, so a dual-era client falls back to
-// initialize.
+// error listing the versions served.
 func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requested string) {
-	data, _ := json.Marshal(map[string]any{"supported": gateway.LegacyVersions, "requested": requested})
+	data, _ := json.Marshal(map[string]any{"supported": gateway.SupportedVersions, "requested": requested})
 	writeRPCError(w, http.StatusBadRequest, m.ID, &wire.Error{
 		Code:    wire.CodeUnsupportedProtocolVersion,
-		Message: "Unsupported protocol version " + requested + "; this gateway serves " + joinVersions(),
+		Message: "Unsupported protocol version " + requested + "; this gateway serves " + strings.Join(gateway.SupportedVersions, ", "),
 		Data:    data,
 	})
-}
-
-func joinVersions() string {
-	s := ""
-	for i, v := range gateway.LegacyVersions {
-		if i > 0 {
-			s += ", "
-		}
-		s += v
-	}
-	return s
 }
 
 func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
@@ -203,7 +192,7 @@ func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
 	h.sessions[id] = sess
 	h.mu.Unlock()
 	w.Header().Set(headerSessionID, id)
-	writeReply(w, m.ID, gateway.Reply{Result: result})
+	writeReply(w, 0, m.ID, gateway.Reply{Result: result})
 }
 
 // session finds the request's session, answering 400 or 404 itself when there is none.

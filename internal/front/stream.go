@@ -21,6 +21,7 @@ type stream struct {
 	w      http.ResponseWriter
 	sse    bool // headers written for an event stream
 	closed bool // the answer has been written; the ResponseWriter is no longer ours
+	status int  // status of a plain JSON answer; 0 means 200
 }
 
 var errStreamClosed = errors.New("the request's response is complete")
@@ -37,6 +38,7 @@ func (s *stream) Send(msg []byte) error {
 		h := s.w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
 		s.w.WriteHeader(http.StatusOK)
 	}
 	if err := writeEvent(s.w, msg); err != nil {
@@ -54,7 +56,7 @@ func (s *stream) reply(id json.RawMessage, r gateway.Reply) {
 	defer s.mu.Unlock()
 	s.closed = true
 	if !s.sse {
-		writeReply(s.w, id, r)
+		writeReply(s.w, s.status, id, r)
 		return
 	}
 	var b []byte
@@ -64,4 +66,11 @@ func (s *stream) reply(id json.RawMessage, r gateway.Reply) {
 		b = wire.AppendResult(nil, id, r.Result)
 	}
 	_ = writeEvent(s.w, b)
+}
+
+// close marks the stream finished without an answer (the client went away).
+func (s *stream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 }

@@ -12,7 +12,7 @@ import (
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // writeReply writes a plain JSON response.
-func writeReply(w http.ResponseWriter, id json.RawMessage, reply gateway.Reply) {
+func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gateway.Reply) {
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	if reply.Error != nil {
@@ -21,7 +21,10 @@ func writeReply(w http.ResponseWriter, id json.RawMessage, reply gateway.Reply) 
 		b = wire.AppendResult(b, id, reply.Result)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	*bp = b
 	bufPool.Put(bp)

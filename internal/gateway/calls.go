@@ -22,9 +22,18 @@ type call struct {
 }
 
 // forward sends a request to srv on behalf of the session's client and
-// returns the server's answer unchanged. While it is in flight, the call is
-// where the server's progress, log messages and requests for this client go.
+// returns the server's answer unchanged.
 func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	if s.modern {
+		return s.forwardModern(ctx, m, stream, srv, params)
+	}
+	return s.forwardLegacy(ctx, m, stream, srv, params)
+}
+
+// forwardLegacy sends the request and waits for the answer. While it is in
+// flight, the call is where the server's progress, log messages and
+// requests for this client go.
+func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	g := s.gw
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -181,6 +190,9 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if !c.sess.hasCapability(capability) {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, capability)
 	}
+	if c.sess.modern {
+		return c.sess.askModern(ctx, method, params)
+	}
 	return c.sess.request(ctx, c.stream, method, params)
 }
 
@@ -228,15 +240,21 @@ func (g *Gateway) setLevel(ctx context.Context, s *Session, params json.RawMessa
 	s.mu.Lock()
 	s.logLevel = i
 	s.mu.Unlock()
-	lowest := i
-	for _, other := range g.sessionList() {
-		other.mu.Lock()
-		if other.logLevel >= 0 {
-			lowest = min(lowest, other.logLevel)
-		}
-		other.mu.Unlock()
+	g.ensureLevel(ctx, i)
+	return emptyResult
+}
+
+// ensureLevel makes the servers that log send messages down to level: the
+// most verbose level any client asked for. Clients filter by their own.
+func (g *Gateway) ensureLevel(ctx context.Context, level int) {
+	g.mu.Lock()
+	if g.serverLevel >= 0 && g.serverLevel <= level {
+		g.mu.Unlock()
+		return
 	}
-	p := wire.AppendString([]byte(`{"level":`), logLevels[lowest])
+	g.serverLevel = level
+	g.mu.Unlock()
+	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
 	p = append(p, '}')
 	for _, srv := range g.Router.servers {
 		if !hasCapability(srv.up.InitializeResult(), "logging") {
@@ -250,7 +268,6 @@ func (g *Gateway) setLevel(ctx context.Context, s *Session, params json.RawMessa
 			g.Router.log.Warn("logging/setLevel failed", "server", srv.name, "err", err)
 		}
 	}
-	return emptyResult
 }
 
 // wants reports whether the client asked for messages of this level.

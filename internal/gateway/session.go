@@ -29,17 +29,31 @@ type Gateway struct {
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
 
-	mu       sync.Mutex
-	sessions map[*Session]struct{}
-	subs     map[string]map[*Session]struct{} // resource URI → subscribed sessions
+	mu          sync.Mutex
+	sessions    map[*Session]struct{}
+	subs        map[string]map[*Session]struct{} // resource URI → subscribed sessions
+	serverLevel int                              // log level asked of the servers; -1: none yet
+
+	mrtrState mrtrState
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a gateway serving the router's merged view. Build upstreams
 // with its UpstreamHooks, Add them to the router, then Start the router.
 func New(r *Router, info Info) *Gateway {
-	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}, subs: map[string]map[*Session]struct{}{}}
+	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}, subs: map[string]map[*Session]struct{}{},
+		serverLevel: -1, closing: make(chan struct{})}
 	r.gw = g
 	return g
+}
+
+// Close ends every session and subscriptions/listen stream, for shutdown.
+func (g *Gateway) Close() {
+	g.closeOnce.Do(func() { close(g.closing) })
+	for _, s := range g.sessionList() {
+		s.Close()
+	}
 }
 
 // outboxSize bounds the server-initiated messages waiting for a client's
@@ -69,6 +83,10 @@ type Session struct {
 	outgoing map[string]chan *wire.Message // requests to the client, by the gateway's id
 	logLevel int                           // index in logLevels; -1: never set
 	subs     map[string]struct{}           // subscribed resource URIs
+
+	// A 2026-07-28 request: one request's client, without a session.
+	modern bool
+	inputs chan modernEvent // the call's input requests and final reply
 }
 
 // ProtocolVersion is the version negotiated at initialize.

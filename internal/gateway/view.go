@@ -47,6 +47,7 @@ type item struct {
 	original string          // its key on its server
 	def      json.RawMessage // the definition as exposed (renamed when needed)
 	match    *uriTemplate    // for resource templates
+	params   paramHeaderCache
 }
 
 // serverItems is one server's listing, input to buildView.

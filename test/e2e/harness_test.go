@@ -257,8 +257,16 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// connect opens an MCP client session to the gateway with the Go SDK.
+// connect opens an MCP client session to the gateway with the Go SDK, in
+// the newest era both speak (2026-07-28).
 func (g *gw) connect(ctx context.Context) *mcp.ClientSession {
+	g.t.Helper()
+	return g.connectEra(ctx, "")
+}
+
+// connectEra connects with a given protocol version ("" for the SDK's
+// newest); "2025-11-25" makes a session-era client.
+func (g *gw) connectEra(ctx context.Context, version string) *mcp.ClientSession {
 	g.t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
@@ -266,9 +274,12 @@ func (g *gw) connect(ctx context.Context) *mcp.ClientSession {
 		HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}},
 		MaxRetries: -1,
 	}
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		g.t.Fatalf("connecting to the gateway: %v\nlog:\n%s", err, g.log())
+	}
+	if version != "" && cs.InitializeResult().ProtocolVersion != version {
+		g.t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, version)
 	}
 	g.t.Cleanup(func() { cs.Close() })
 	return cs

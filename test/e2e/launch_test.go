@@ -37,8 +37,120 @@ func TestLaunchAggregatesRealServers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Every check runs for a client of each era.
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) { checkAggregate(ctx, t, g, g.connectEra(ctx, era), files) })
+	}
 	cs := g.connect(ctx)
 
+	t.Run("health", func(t *testing.T) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", g.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Servers []string `json:"servers"`
+			Status  string   `json:"status"`
+			Tools   int      `json:"tools"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		wantServers := []string{"alpha", "beta", "everything", "filesystem", "memory"}
+		if !slices.Equal(h.Servers, wantServers) || h.Status != "ok" || h.Tools != len(toolNames(ctx, t, cs)) {
+			t.Errorf("health = %+v, want servers %v, status ok, tools = the listed count", h, wantServers)
+		}
+	})
+
+	t.Run("token file", func(t *testing.T) {
+		b, err := os.ReadFile(g.tokenFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != g.token {
+			t.Errorf("token file holds %q, want exactly the token (no newline)", b)
+		}
+		for path, want := range map[string]os.FileMode{g.tokenFile(): 0o600, filepath.Dir(g.tokenFile()): 0o700} {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != want {
+				t.Errorf("%s mode %o, want %o", path, fi.Mode().Perm(), want)
+			}
+		}
+	})
+
+	t.Run("the token is in no process's environment or argv", func(t *testing.T) {
+		procs := g.children()
+		procs[g.pid] = "gateway"
+		if len(procs) < 6 {
+			t.Fatalf("found %d processes under the gateway, want it and its 5 servers: %v", len(procs), procs)
+		}
+		for pid, what := range procs {
+			for _, f := range []string{"environ", "cmdline"} {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+				if err != nil {
+					continue // exited meanwhile
+				}
+				if strings.Contains(string(b), g.token) {
+					t.Errorf("the token is in /proc/%d/%s (%s)", pid, f, what)
+				}
+			}
+		}
+		if strings.Contains(g.log(), g.token) {
+			t.Error("the token is in the log file")
+		}
+	})
+
+	t.Run("server stderr is in the log, prefixed", func(t *testing.T) {
+		if !strings.Contains(g.log(), "[filesystem] ") {
+			t.Errorf("the log has no [filesystem] line:\n%s", g.log())
+		}
+	})
+
+	t.Run("a killed server restarts on the next call", func(t *testing.T) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta_pid"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(text(res), &pid)
+		if pid == 0 {
+			t.Fatalf("beta_pid = %q", text(res))
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the gateway has reaped it: a killed multi-threaded
+		// process shows as a zombie while its threads still hold its pipes.
+		for {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta_pid"})
+		if err != nil {
+			t.Fatalf("the call after a kill: %v", err)
+		}
+		var pid2 int
+		fmt.Sscan(text(res), &pid2)
+		if pid2 == 0 || pid2 == pid {
+			t.Errorf("after the kill, beta_pid = %q, want a new process", text(res))
+		}
+		// The other servers were not disturbed.
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
+		if err != nil || text(res) != "still here" {
+			t.Errorf("alpha after beta's kill: %v %v", res, err)
+		}
+	})
+}
+
+// checkAggregate runs the checks of TestLaunchAggregatesRealServers that
+// depend on the client's protocol era.
+func checkAggregate(ctx context.Context, t *testing.T, g *gw, cs *mcp.ClientSession, files string) {
 	t.Run("tools are listed under the naming rule", func(t *testing.T) {
 		names := toolNames(ctx, t, cs)
 		for _, want := range []string{
@@ -144,109 +256,6 @@ func TestLaunchAggregatesRealServers(t *testing.T) {
 		}
 	})
 
-	t.Run("health", func(t *testing.T) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", g.port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var h struct {
-			Servers []string `json:"servers"`
-			Status  string   `json:"status"`
-			Tools   int      `json:"tools"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
-		wantServers := []string{"alpha", "beta", "everything", "filesystem", "memory"}
-		if !slices.Equal(h.Servers, wantServers) || h.Status != "ok" || h.Tools != len(toolNames(ctx, t, cs)) {
-			t.Errorf("health = %+v, want servers %v, status ok, tools = the listed count", h, wantServers)
-		}
-	})
-
-	t.Run("token file", func(t *testing.T) {
-		b, err := os.ReadFile(g.tokenFile())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != g.token {
-			t.Errorf("token file holds %q, want exactly the token (no newline)", b)
-		}
-		for path, want := range map[string]os.FileMode{g.tokenFile(): 0o600, filepath.Dir(g.tokenFile()): 0o700} {
-			fi, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fi.Mode().Perm() != want {
-				t.Errorf("%s mode %o, want %o", path, fi.Mode().Perm(), want)
-			}
-		}
-	})
-
-	t.Run("the token is in no process's environment or argv", func(t *testing.T) {
-		procs := g.children()
-		procs[g.pid] = "gateway"
-		if len(procs) < 6 {
-			t.Fatalf("found %d processes under the gateway, want it and its 5 servers: %v", len(procs), procs)
-		}
-		for pid, what := range procs {
-			for _, f := range []string{"environ", "cmdline"} {
-				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
-				if err != nil {
-					continue // exited meanwhile
-				}
-				if strings.Contains(string(b), g.token) {
-					t.Errorf("the token is in /proc/%d/%s (%s)", pid, f, what)
-				}
-			}
-		}
-		if strings.Contains(g.log(), g.token) {
-			t.Error("the token is in the log file")
-		}
-	})
-
-	t.Run("server stderr is in the log, prefixed", func(t *testing.T) {
-		if !strings.Contains(g.log(), "[filesystem] ") {
-			t.Errorf("the log has no [filesystem] line:\n%s", g.log())
-		}
-	})
-
-	t.Run("a killed server restarts on the next call", func(t *testing.T) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta_pid"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pid int
-		fmt.Sscan(text(res), &pid)
-		if pid == 0 {
-			t.Fatalf("beta_pid = %q", text(res))
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		// Wait until the gateway has reaped it: a killed multi-threaded
-		// process shows as a zombie while its threads still hold its pipes.
-		for {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta_pid"})
-		if err != nil {
-			t.Fatalf("the call after a kill: %v", err)
-		}
-		var pid2 int
-		fmt.Sscan(text(res), &pid2)
-		if pid2 == 0 || pid2 == pid {
-			t.Errorf("after the kill, beta_pid = %q, want a new process", text(res))
-		}
-		// The other servers were not disturbed.
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
-		if err != nil || text(res) != "still here" {
-			t.Errorf("alpha after beta's kill: %v %v", res, err)
-		}
-	})
 }
 
 // The launch itself: exit codes, files, and refusing a second launch.
@@ -397,23 +406,38 @@ func TestHTTPFront(t *testing.T) {
 			t.Errorf("status %d, want 400", resp.StatusCode)
 		}
 	})
-	t.Run("2026-07-28 is refused with the versions served", func(t *testing.T) {
-		h := map[string]string{"Authorization": "Bearer " + g.token, "Mcp-Protocol-Version": "2026-07-28"}
-		resp, body := post(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, h)
+	t.Run("a 2026-07-28 request is served without a session", func(t *testing.T) {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		h := map[string]string{"Authorization": "Bearer " + g.token, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+		resp, body := post(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{`+meta+`}}`, h)
 		var msg struct {
-			ID    int `json:"id"`
-			Error struct {
-				Code int `json:"code"`
-				Data struct {
-					Supported []string `json:"supported"`
-					Requested string   `json:"requested"`
-				} `json:"data"`
-			} `json:"error"`
+			Result struct {
+				ResultType        string          `json:"resultType"`
+				SupportedVersions []string        `json:"supportedVersions"`
+				Capabilities      json.RawMessage `json:"capabilities"`
+				TTL               *int            `json:"ttlMs"`
+				CacheScope        string          `json:"cacheScope"`
+			} `json:"result"`
 		}
 		json.Unmarshal([]byte(body), &msg)
-		if resp.StatusCode != 400 || msg.ID != 3 || msg.Error.Code != -32022 || msg.Error.Data.Requested != "2026-07-28" ||
-			!slices.Equal(msg.Error.Data.Supported, []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
-			t.Errorf("status %d body %s", resp.StatusCode, body)
+		if resp.StatusCode != 200 || msg.Result.ResultType != "complete" || msg.Result.TTL == nil || msg.Result.CacheScope != "private" ||
+			!slices.Equal(msg.Result.SupportedVersions, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
+			t.Errorf("server/discover: %d %s", resp.StatusCode, body)
+		}
+		h = map[string]string{"Authorization": "Bearer " + g.token, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+		resp, body = post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"modern"},`+meta+`}}`, h)
+		if resp.StatusCode != 200 || !strings.Contains(body, `"text":"modern"`) || !strings.Contains(body, `"resultType":"complete"`) {
+			t.Errorf("modern tools/call: %d %s", resp.StatusCode, body)
+		}
+		h["Mcp-Name"] = "other"
+		resp, body = post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"modern"},`+meta+`}}`, h)
+		if resp.StatusCode != 400 || !strings.Contains(body, "-32020") {
+			t.Errorf("Mcp-Name not matching the body: %d %s, want 400 with -32020", resp.StatusCode, body)
+		}
+		h = map[string]string{"Authorization": "Bearer " + g.token, "Mcp-Protocol-Version": "2027-01-01", "Mcp-Method": "tools/list"}
+		resp, body = post(`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`, h)
+		if resp.StatusCode != 400 || !strings.Contains(body, "-32022") || !strings.Contains(body, `"supported":["2026-07-28"`) {
+			t.Errorf("unknown future version: %d %s", resp.StatusCode, body)
 		}
 	})
 	t.Run("unsupported version header is 400", func(t *testing.T) {

@@ -1,0 +1,170 @@
+package front
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// Header names of the 2026-07-28 era.
+const (
+	headerMethod      = "Mcp-Method"
+	headerName        = "Mcp-Name"
+	headerParamPrefix = "Mcp-Param-"
+)
+
+// codeHeaderMismatch is the specification's error for headers that do not
+// match the body.
+const codeHeaderMismatch = -32020
+
+// serveModern serves one request of the 2026-07-28 era: no session; its
+// version, identity and capabilities ride in its _meta, mirrored in headers
+// that must match the body. Closing the response stream cancels it.
+func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Message) {
+	switch {
+	case m.IsResponse():
+		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest, "a %s client sends no JSON-RPC responses", gateway.ModernVersion))
+		return
+	case m.IsNotification():
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if werr := h.validateModern(r, m); werr != nil {
+		if werr.Code == wire.CodeUnsupportedProtocolVersion {
+			h.refuseVersion(w, m, r.Header.Get(headerProtocolVersion))
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, m.ID, werr)
+		return
+	}
+	st := &stream{w: w}
+	var reply gateway.Reply
+	if m.Method == "subscriptions/listen" {
+		reply = h.Gateway.Listen(r.Context(), m, st)
+		if reply.Result == nil && reply.Error == nil {
+			st.close() // the client went away: nothing more to write
+			return
+		}
+	} else {
+		reply = h.Gateway.HandleModern(r.Context(), m, st)
+	}
+	if reply.Error != nil && wire.DecodeError(reply.Error).Code == wire.CodeMethodNotFound {
+		st.status = http.StatusNotFound
+	}
+	st.reply(m.ID, reply)
+}
+
+// validateModern checks a modern request's version and its headers against its body.
+func (h *Handler) validateModern(r *http.Request, m *wire.Message) *wire.Error {
+	headerVersion := r.Header.Get(headerProtocolVersion)
+	metaVersion, _ := wire.GetString(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion)
+	switch {
+	case headerVersion == "":
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: the %s header is required with _meta %q", headerProtocolVersion, gateway.MetaProtocolVersion)
+	case metaVersion == "":
+		return wire.Errorf(wire.CodeInvalidParams, "missing _meta %q: a %s request carries its protocol version in _meta", gateway.MetaProtocolVersion, headerVersion)
+	case headerVersion != metaVersion:
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerProtocolVersion, headerVersion, metaVersion)
+	case headerVersion != gateway.ModernVersion:
+		return &wire.Error{Code: wire.CodeUnsupportedProtocolVersion}
+	}
+	method := r.Header.Get(headerMethod)
+	if method == "" {
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: missing required %s header", headerMethod)
+	}
+	if method != m.Method {
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerMethod, method, m.Method)
+	}
+	var bodyName string
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		bodyName, _ = wire.GetString(m.Params, "name")
+	case "resources/read":
+		bodyName, _ = wire.GetString(m.Params, "uri")
+	default:
+		return nil
+	}
+	name, err := decodeHeaderValue(r.Header.Get(headerName))
+	if err != nil {
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header: %v", headerName, err)
+	}
+	if r.Header.Get(headerName) == "" {
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: missing required %s header for %s", headerName, m.Method)
+	}
+	if name != bodyName {
+		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerName, name, bodyName)
+	}
+	if m.Method == "tools/call" {
+		return h.validateParamHeaders(r, m, bodyName)
+	}
+	return nil
+}
+
+// validateParamHeaders checks the Mcp-Param-* headers the tool's schema
+// asks for against its arguments.
+func (h *Handler) validateParamHeaders(r *http.Request, m *wire.Message, tool string) *wire.Error {
+	params := h.Gateway.ParamHeaders(tool)
+	if len(params) == 0 {
+		return nil
+	}
+	args := wire.Get(m.Params, "arguments")
+	for _, p := range params {
+		v := args
+		for _, key := range p.Path {
+			v = wire.Get(v, key)
+		}
+		header := r.Header.Get(headerParamPrefix + p.Name)
+		if v == nil || string(v) == "null" {
+			continue
+		}
+		if header == "" {
+			return wire.Errorf(codeHeaderMismatch, "Header mismatch: missing %s%s header for argument %s", headerParamPrefix, p.Name, strings.Join(p.Path, "."))
+		}
+		got, err := decodeHeaderValue(header)
+		if err != nil {
+			return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s%s header: %v", headerParamPrefix, p.Name, err)
+		}
+		if !sameValue(got, v) {
+			return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s%s header value '%s' does not match body value %s", headerParamPrefix, p.Name, got, v)
+		}
+	}
+	return nil
+}
+
+// sameValue compares a header value with the JSON value it mirrors:
+// strings as they are, integers numerically, booleans as true/false.
+func sameValue(header string, v json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return header == s
+	}
+	if a, err := strconv.ParseFloat(header, 64); err == nil {
+		if b, err := strconv.ParseFloat(string(v), 64); err == nil {
+			return a == b
+		}
+	}
+	return header == string(v)
+}
+
+// decodeHeaderValue undoes the "=?base64?...?=" sentinel encoding.
+func decodeHeaderValue(v string) (string, error) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, nil
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return "", fmt.Errorf("malformed base64 sentinel %q", v)
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil {
+		return "", fmt.Errorf("malformed base64 value: %w", err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,310 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// ModernVersion is the stateless protocol version (no initialize, no
+// session; version, identity and capabilities in every request's _meta).
+const ModernVersion = "2026-07-28"
+
+// SupportedVersions lists every version the gateway serves, newest first.
+var SupportedVersions = append([]string{ModernVersion}, LegacyVersions...)
+
+// _meta keys of the 2026-07-28 era.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// Caching hints the gateway puts on its merged lists and discover result.
+// The lists depend on the token (in host mode, each sandbox has its own
+// view), hence private; clients learn of changes sooner through
+// subscriptions/listen.
+const (
+	listTTLMillis = 30000
+	cacheScope    = "private"
+)
+
+// ModernRequest is what a 2026-07-28 request says about its client.
+func (g *Gateway) modernSession(params json.RawMessage) *Session {
+	meta := wire.Get(params, "_meta")
+	s := &Session{
+		gw: g, protocolVersion: ModernVersion, modern: true,
+		clientInfo: wire.Get(meta, MetaClientInfo), capabilities: wire.Get(meta, MetaClientCapabilities),
+		out: make(chan []byte, outboxSize), done: make(chan struct{}),
+		calls: map[string]*call{}, outgoing: map[string]chan *wire.Message{}, logLevel: -1, subs: map[string]struct{}{},
+	}
+	if level, ok := wire.GetString(meta, MetaLogLevel); ok {
+		s.logLevel = slices.Index(logLevels, level)
+		if s.logLevel >= 0 {
+			g.ensureLevel(context.Background(), s.logLevel)
+		}
+	}
+	return s
+}
+
+// HandleModern answers one request of the 2026-07-28 era. ctx ends when
+// the client closes the request's stream, which cancels the request.
+func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	// The session is this request's alone; it is not closed here, since a
+	// call waiting for the client's input outlives the request.
+	s := g.modernSession(m.Params)
+	switch m.Method {
+	case "server/discover":
+		return g.discover()
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		return withCaching(s.Handle(ctx, m, stream), listTTLMillis)
+	case "resources/read":
+		return withCaching(s.Handle(ctx, m, stream), 0)
+	case "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
+		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, ModernVersion))
+	case "tools/call", "prompts/get", "completion/complete":
+		if state, ok := wire.GetString(m.Params, "requestState"); ok && state != "" {
+			return complete(g.resume(ctx, s, m, state))
+		}
+		return complete(s.Handle(ctx, m, stream))
+	}
+	return complete(s.Handle(ctx, m, stream))
+}
+
+// discover answers server/discover.
+func (g *Gateway) discover() Reply {
+	res := map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": SupportedVersions,
+		"capabilities":      g.Router.capabilities(),
+		"_meta":             map[string]any{MetaServerInfo: serverInfo{Name: g.Info.Name, Version: g.Info.Version}},
+		"ttlMs":             listTTLMillis,
+		"cacheScope":        cacheScope,
+	}
+	if in := g.Router.instructions(); in != "" {
+		res["instructions"] = in
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return errorReply(wire.Errorf(wire.CodeInternalError, "encoding the discover result: %v", err))
+	}
+	return Reply{Result: b}
+}
+
+// complete marks a result of a legacy server as complete, the way the
+// 2026-07-28 era expects every final result to be marked.
+func complete(r Reply) Reply {
+	if r.Result == nil || wire.Get(r.Result, "resultType") != nil {
+		return r
+	}
+	if res, err := wire.Set(r.Result, "resultType", json.RawMessage(`"complete"`)); err == nil {
+		r.Result = res
+	}
+	return r
+}
+
+// withCaching marks a list or read result complete and adds caching hints.
+func withCaching(r Reply, ttl int) Reply {
+	r = complete(r)
+	if r.Result == nil {
+		return r
+	}
+	res := r.Result
+	if wire.Get(res, "ttlMs") == nil {
+		res, _ = wire.Set(res, "ttlMs", json.RawMessage(itoa(ttl)))
+	}
+	if wire.Get(res, "cacheScope") == nil {
+		res, _ = wire.Set(res, "cacheScope", json.RawMessage(`"`+cacheScope+`"`))
+	}
+	if res != nil {
+		r.Result = res
+	}
+	return r
+}
+
+func itoa(n int) string { return strings.TrimSpace(string(json.RawMessage(mustJSON(n)))) }
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Multi round-trip requests. A 2026-07-28 client cannot receive requests
+// from a server; when a legacy server asks for input during its call, the
+// gateway answers the client with an input-required result and keeps the
+// server's call waiting. The client's retry carries the answers and the
+// gateway's requestState, which names the waiting call and is signed, so it
+// cannot be forged, and is good for one retry only.
+
+// inputWait is a server call waiting for a 2026-07-28 client's input.
+type inputWait struct {
+	id      string
+	method  string
+	name    string // the tool or prompt, so a retry cannot move to another
+	events  chan modernEvent
+	pending *inputRequest // the request the client must answer
+	expires *time.Timer
+}
+
+// inputRequest is one request of a server waiting for the client's answer.
+type inputRequest struct {
+	key    string
+	method string
+	params json.RawMessage
+	answer chan *wire.Message
+}
+
+// modernEvent is what a server call running for a modern client produces
+// next: its final reply, or a request for input.
+type modernEvent struct {
+	reply Reply
+	input *inputRequest
+}
+
+const inputWaitTTL = 10 * time.Minute
+
+type mrtrState struct {
+	once  sync.Once
+	key   []byte
+	mu    sync.Mutex
+	waits map[string]*inputWait
+}
+
+func (g *Gateway) mrtr() *mrtrState {
+	g.mrtrState.once.Do(func() {
+		g.mrtrState.key = make([]byte, 32)
+		_, _ = rand.Read(g.mrtrState.key)
+		g.mrtrState.waits = map[string]*inputWait{}
+	})
+	return &g.mrtrState
+}
+
+func (st *mrtrState) sign(id string) string {
+	mac := hmac.New(sha256.New, st.key)
+	mac.Write([]byte(id))
+	return base64.RawURLEncoding.EncodeToString([]byte(id)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (st *mrtrState) verify(state string) (string, bool) {
+	idPart, macPart, ok := strings.Cut(state, ".")
+	if !ok {
+		return "", false
+	}
+	id, err1 := base64.RawURLEncoding.DecodeString(idPart)
+	got, err2 := base64.RawURLEncoding.DecodeString(macPart)
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	mac := hmac.New(sha256.New, st.key)
+	mac.Write(id)
+	return string(id), hmac.Equal(got, mac.Sum(nil))
+}
+
+// forwardModern runs a server call for a modern client in the background,
+// so that it can outlive this HTTP request while the client answers an
+// input request, and returns its first event.
+func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	g := s.gw
+	events := make(chan modernEvent, 1)
+	s.inputs = events
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
+	go func() {
+		defer cancel()
+		events <- modernEvent{reply: s.forwardLegacy(callCtx, m, stream, srv, params)}
+	}()
+	name, _ := wire.GetString(m.Params, "name")
+	w := &inputWait{id: g.newID("gw-input-"), method: m.Method, name: name, events: events}
+	return g.await(ctx, w, cancel)
+}
+
+// await waits for the next event of a waiting call: a final reply ends it,
+// an input request is handed to the client as an input-required result.
+// A client that goes away ends the call.
+func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.CancelFunc) Reply {
+	select {
+	case ev := <-w.events:
+		if ev.input == nil {
+			cancel()
+			return ev.reply
+		}
+		w.pending = ev.input
+		st := g.mrtr()
+		st.mu.Lock()
+		st.waits[w.id] = w
+		st.mu.Unlock()
+		w.expires = time.AfterFunc(inputWaitTTL, func() {
+			st.mu.Lock()
+			delete(st.waits, w.id)
+			st.mu.Unlock()
+			cancel()
+		})
+		res := map[string]any{
+			"resultType":    "input_required",
+			"inputRequests": map[string]any{ev.input.key: map[string]any{"method": ev.input.method, "params": ev.input.params}},
+			"requestState":  st.sign(w.id),
+		}
+		return Reply{Result: mustJSON(res)}
+	case <-ctx.Done():
+		cancel()
+		return errorReply(wire.Errorf(wire.CodeInternalError, "request cancelled: %v", ctx.Err()))
+	}
+}
+
+// resume continues a waiting call with the client's answer from a retry.
+func (g *Gateway) resume(ctx context.Context, s *Session, m *wire.Message, state string) Reply {
+	st := g.mrtr()
+	id, ok := st.verify(state)
+	if !ok {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "invalid requestState: it was not issued by this gateway or was altered"))
+	}
+	st.mu.Lock()
+	w := st.waits[id]
+	delete(st.waits, id)
+	st.mu.Unlock()
+	if w == nil {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState already used or expired: send the request again without it"))
+	}
+	w.expires.Stop()
+	name, _ := wire.GetString(m.Params, "name")
+	if m.Method != w.method || name != w.name {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState belongs to %s %q, not %s %q", w.method, w.name, m.Method, name))
+	}
+	answer := wire.Get(wire.Get(m.Params, "inputResponses"), w.pending.key)
+	if answer == nil {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "inputResponses lacks %q, the answer the server is waiting for", w.pending.key))
+	}
+	w.pending.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answer}
+	return g.await(ctx, w, func() {})
+}
+
+// askModern turns a server's request to a modern client into an input
+// request of the call in flight, and waits for the client's answer.
+func (s *Session) askModern(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+	in := &inputRequest{key: s.gw.newID("input-"), method: method, params: params, answer: make(chan *wire.Message, 1)}
+	select {
+	case s.inputs <- modernEvent{input: in}:
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: %v", method, ctx.Err())
+	}
+	select {
+	case resp := <-in.answer:
+		if resp.Error != nil {
+			return nil, wire.DecodeError(resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, ctx.Err())
+	}
+}

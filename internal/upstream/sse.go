@@ -1,0 +1,328 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"time"
+)
+
+// sseFieldSlack is room beyond the data limit for a line's field name.
+const sseFieldSlack = 64
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	name string // "" for the default, "message"
+	data []byte // owned by the event; nil when oversize
+	// oversize: the data was longer than the reader's limit and was dropped.
+	oversize bool
+	// id is the top-level "id" of an oversize JSON-RPC message, when the
+	// reader was asked to look for it and found it.
+	id json.RawMessage
+}
+
+// sseReader reads a text/event-stream as the WHATWG specification parses
+// it: lines end in LF, CRLF or CR; "data" lines of one event are joined with
+// LF; "id" sets the last event id; "retry" the reconnection time; comments
+// and unknown fields are ignored; an event cut off by the end of the stream
+// is dropped.
+type sseReader struct {
+	br     *bufio.Reader
+	limit  int  // most data bytes kept for one event
+	findID bool // look for the JSON-RPC id of an oversize event
+
+	lastID   string        // the last event id seen, for Last-Event-ID
+	retry    time.Duration // the last retry field seen; 0 if none
+	skipLF   bool          // the previous line ended in CR: a following LF belongs to it
+	received bool          // some event with data was read
+}
+
+func newSSEReader(r io.Reader, limit int, findID bool) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), limit: limit, findID: findID}
+}
+
+// next returns the next event that carries data. Its error is the stream's:
+// io.EOF at its end.
+func (r *sseReader) next() (*sseEvent, error) {
+	ev := &sseEvent{}
+	var scan *idScanner
+	hasData := false
+	for {
+		line, long, err := r.readLine(r.limit - len(ev.data) + sseFieldSlack)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 && !long { // the end of an event
+			if !hasData {
+				ev = &sseEvent{}
+				scan = nil
+				continue
+			}
+			if ev.oversize {
+				ev.data = nil
+				if scan != nil {
+					ev.id = scan.id
+				}
+			}
+			r.received = true
+			return ev, nil
+		}
+		field, value := splitField(line)
+		switch field {
+		case "data":
+			if ev.oversize {
+				var sink func([]byte)
+				if scan != nil {
+					sink = scan.write
+					scan.write([]byte{'\n'})
+					scan.write(value)
+				}
+				if long {
+					r.drainLine(sink)
+				}
+				continue
+			}
+			if hasData {
+				ev.data = append(ev.data, '\n')
+			}
+			hasData = true
+			if long || len(ev.data)+len(value) > r.limit {
+				ev.oversize = true
+				if r.findID {
+					scan = &idScanner{}
+					scan.write(ev.data)
+					scan.write(value)
+					if long {
+						r.drainLine(scan.write) // the rest of this line
+					}
+				} else if long {
+					r.drainLine(nil)
+				}
+				ev.data = nil
+				continue
+			}
+			if ev.data == nil {
+				ev.data = value // line is ours: no copy
+			} else {
+				ev.data = append(ev.data, value...)
+			}
+		case "event":
+			if !long {
+				ev.name = string(value)
+			} else {
+				r.drainLine(nil)
+			}
+		case "id":
+			if !long && bytes.IndexByte(value, 0) < 0 {
+				r.lastID = string(value)
+			} else if long {
+				r.drainLine(nil)
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil && !long {
+				r.retry = time.Duration(ms) * time.Millisecond
+			} else if long {
+				r.drainLine(nil)
+			}
+		default:
+			if long {
+				r.drainLine(nil)
+			}
+		}
+	}
+}
+
+// splitField splits "field: value" (one space after the colon is dropped).
+func splitField(line []byte) (string, []byte) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 {
+		return string(line), nil
+	}
+	value := line[i+1:]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return string(line[:i]), value
+}
+
+// readLine reads one line, without its end, into a new slice of at most max
+// bytes. A longer line is returned cut with long set; the rest of it stays to
+// be read by drainLine.
+func (r *sseReader) readLine(max int) (line []byte, long bool, err error) {
+	for {
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				if err == io.EOF && len(line) > 0 {
+					return nil, false, io.ErrUnexpectedEOF
+				}
+				return nil, false, err
+			}
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if r.skipLF {
+			r.skipLF = false
+			if buf[0] == '\n' {
+				r.br.Discard(1) //nolint:errcheck // buffered
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		chunk := buf
+		if i >= 0 {
+			chunk = buf[:i]
+		}
+		if room := max - len(line); len(chunk) > room {
+			line = append(line, chunk[:room]...)
+			r.br.Discard(room) //nolint:errcheck // buffered
+			return line, true, nil
+		}
+		line = append(line, chunk...)
+		if i < 0 {
+			r.br.Discard(len(buf)) //nolint:errcheck // buffered
+			continue
+		}
+		r.br.Discard(i + 1) //nolint:errcheck // buffered
+		if buf[i] == '\r' {
+			r.skipLF = true
+		}
+		if line == nil {
+			line = []byte{}
+		}
+		return line, false, nil
+	}
+}
+
+// drainLine reads the rest of a line cut by readLine, passing it to sink if
+// not nil.
+func (r *sseReader) drainLine(sink func([]byte)) {
+	for {
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				return // the next read reports the error
+			}
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if sink != nil {
+				sink(buf)
+			}
+			r.br.Discard(len(buf)) //nolint:errcheck // buffered
+			continue
+		}
+		if sink != nil {
+			sink(buf[:i])
+		}
+		r.br.Discard(i + 1) //nolint:errcheck // buffered
+		if buf[i] == '\r' {
+			r.skipLF = true
+		}
+		return
+	}
+}
+
+// idScanner finds the top-level "id" member of a JSON object streamed
+// through it, keeping nothing else: how an oversize response on the legacy
+// transport's single stream is matched to its call.
+type idScanner struct {
+	depth      int
+	inString   bool
+	escaped    bool
+	expectKey  bool
+	readingKey bool
+	key        []byte
+	lastKey    string
+	capturing  bool // the value of "id" is being read
+	value      []byte
+	done       bool
+	id         json.RawMessage
+}
+
+const maxIDBytes = 256
+
+func (s *idScanner) write(p []byte) {
+	for _, c := range p {
+		if s.done {
+			return
+		}
+		s.step(c)
+	}
+}
+
+func (s *idScanner) step(c byte) {
+	if s.inString {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString = false
+		}
+		switch {
+		case s.capturing:
+			s.value = append(s.value, c)
+			if !s.inString {
+				s.finish()
+			}
+		case s.readingKey && s.inString:
+			s.key = append(s.key, c)
+		case s.readingKey:
+			s.readingKey, s.lastKey = false, string(s.key)
+		}
+		return
+	}
+	switch c {
+	case '"':
+		s.inString = true
+		switch {
+		case s.capturing:
+			s.value = append(s.value, c)
+		case s.depth == 1 && s.expectKey:
+			s.readingKey, s.key = true, s.key[:0]
+		}
+	case '{', '[':
+		s.capturing = false // an id is never an object or array
+		s.depth++
+		s.expectKey = s.depth == 1 && c == '{'
+	case '}', ']':
+		if s.depth == 1 && s.capturing {
+			s.finish()
+		}
+		s.depth--
+	case ':':
+		if s.depth == 1 {
+			s.expectKey = false
+			if s.lastKey == "id" {
+				s.capturing, s.value = true, s.value[:0]
+			}
+		}
+	case ',':
+		if s.depth == 1 {
+			if s.capturing {
+				s.finish()
+			}
+			s.expectKey, s.lastKey = true, ""
+		}
+	case ' ', '\t', '\n', '\r':
+		if s.capturing && len(s.value) > 0 {
+			s.finish()
+		}
+	default:
+		if s.capturing {
+			s.value = append(s.value, c)
+		}
+	}
+	if len(s.value) > maxIDBytes {
+		s.capturing, s.value = false, nil
+	}
+}
+
+func (s *idScanner) finish() {
+	s.capturing = false
+	if len(s.value) > 0 && json.Valid(s.value) {
+		s.id, s.done = bytes.Clone(s.value), true
+	}
+}
