@@ -41,6 +41,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the gateway in the foreground (containers, debugging)", runServe},
+		{"stdio", "serve the gateway over stdin/stdout, for agents that start servers as processes", runStdio},
 		{"catalog", "list the catalog's servers", runCatalog},
 		{"pull", "install catalog servers ahead of time (template builds)", runPull},
 		{"version", "print the version", runVersion},

@@ -150,7 +150,30 @@ func prefixMode(s string) (gateway.PrefixMode, error) {
 	return "", fmt.Errorf("--tool-prefix must be '', always or never, not %q", s)
 }
 
-// serve runs the gateway until ctx ends.
+// startGateway validates the configuration, starts every server and
+// returns the gateway over them. On error nothing is left running.
+func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, logger *slog.Logger, serverLog io.Writer) (*gateway.Gateway, error) {
+	mode, _ := prefixMode(g.toolPrefix)
+	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode})
+	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
+	env := environWithout(tokenEnv)
+	for _, s := range specs {
+		router.Add(newUpstream(s, g, env, gw.UpstreamHooks(s.Name), logger, serverLog))
+	}
+	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
+	err := router.Start(startCtx)
+	cancel()
+	if err != nil {
+		router.Close()
+		if startCtx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
+		}
+		return nil, err
+	}
+	return gw, nil
+}
+
+// serve runs the gateway on HTTP until ctx ends.
 func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
 	began := time.Now()
 	specs, err := loadConfig(g, cfg, logger)
@@ -162,25 +185,12 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 		return fmt.Errorf("listening on port %d: %w", g.port, err)
 	}
 	defer ln.Close()
-
-	mode, _ := prefixMode(g.toolPrefix)
-	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode})
-	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
-	env := environWithout(tokenEnv)
-	for _, s := range specs {
-		router.Add(newUpstream(s, g, env, gw.UpstreamHooks(s.Name), logger, serverLog))
-	}
-	defer router.Close()
-
-	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
-	err = router.Start(startCtx)
-	cancel()
+	gw, err := startGateway(ctx, g, specs, logger, serverLog)
 	if err != nil {
-		if startCtx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
-		}
 		return err
 	}
+	router := gw.Router
+	defer router.Close()
 
 	handler := &front.Handler{
 		Gateway:      gw,

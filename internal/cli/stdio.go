@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
+)
+
+// runStdio is `mcp-gateway stdio`: the same aggregated view served over
+// stdin and stdout, for agents that start MCP servers as processes.
+func runStdio(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("stdio", "mcp-gateway stdio (--config '<json>' | --config-file FILE) [flags]",
+		`Serve the servers' merged view as one MCP server over standard input and output
+(newline-delimited JSON-RPC), for agents that start MCP servers as processes.
+Logs and every server's stderr go to standard error. No token: whoever starts
+the process talks to it.`, stderr)
+	var g gatewayFlags
+	g.register(fs)
+	if code, done := parse(fs, args, stdout); done {
+		return code
+	}
+	logOut := &syncWriter{w: stderr}
+	logger, err := newLogger(logOut, g.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitUsage
+	}
+	cfg, err := g.readConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitUsage
+	}
+	g.host = "127.0.0.1" // no listener; keeps the loopback-only rules satisfied
+	specs, err := loadConfig(&g, cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: invalid configuration: %v\n", err)
+		return exitUsage
+	}
+	os.Unsetenv(tokenEnv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	gw, err := startGateway(ctx, &g, specs, logger, logOut)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitError
+	}
+	defer gw.Router.Close()
+	defer gw.Close()
+	if err := front.ServeStdio(ctx, gw, os.Stdin, stdout); err != nil {
+		logger.Error("stdio", "err", err)
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,193 @@
+package front
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// maxStdioMessage bounds one line from a stdio client.
+const maxStdioMessage = 64 << 20
+
+// ServeStdio serves one client over newline-delimited JSON-RPC on r and w,
+// for agents that start MCP servers as processes, until r ends or ctx is
+// done. The client may speak either era: initialize opens a session;
+// requests carrying a 2026-07-28 _meta are served on their own.
+func ServeStdio(ctx context.Context, gw *gateway.Gateway, r io.Reader, w io.Writer) error {
+	c := &stdioConn{gw: gw, w: w, inflight: map[string]context.CancelFunc{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer c.wg.Wait()
+	defer func() {
+		if c.sess != nil {
+			c.sess.Close()
+		}
+	}()
+
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			c.handle(ctx, line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > maxStdioMessage {
+			return nil, errors.New("a message longer than 64 MiB")
+		}
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
+type stdioConn struct {
+	gw  *gateway.Gateway
+	wmu sync.Mutex
+	w   io.Writer
+	wg  sync.WaitGroup
+
+	mu       sync.Mutex
+	sess     *gateway.Session
+	inflight map[string]context.CancelFunc // modern requests, by id
+}
+
+// write sends one message as one line.
+func (c *stdioConn) write(msg []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	_, err := c.w.Write(buf)
+	return err
+}
+
+// Send implements gateway.Stream: on stdio every message shares one channel.
+func (c *stdioConn) Send(msg []byte) error { return c.write(msg) }
+
+func (c *stdioConn) reply(id json.RawMessage, r gateway.Reply) {
+	if r.Result == nil && r.Error == nil {
+		return
+	}
+	if r.Error != nil {
+		_ = c.write(wire.AppendRawError(nil, id, r.Error))
+		return
+	}
+	_ = c.write(wire.AppendResult(nil, id, r.Result))
+}
+
+func (c *stdioConn) handle(ctx context.Context, line []byte) {
+	m, err := wire.Parse(line)
+	if err != nil {
+		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(wire.CodeParseError, "malformed JSON-RPC message: %v", err)))
+		return
+	}
+	modern := wire.Get(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion) != nil
+	c.mu.Lock()
+	sess := c.sess
+	c.mu.Unlock()
+	switch {
+	case m.IsResponse():
+		if sess != nil {
+			sess.HandleResponse(m)
+		}
+	case m.IsNotification():
+		if m.Method == "notifications/cancelled" {
+			c.mu.Lock()
+			cancel := c.inflight[string(wire.Get(m.Params, "requestId"))]
+			c.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
+		if sess != nil {
+			sess.HandleNotification(ctx, m)
+		}
+	case modern:
+		c.goRequest(ctx, m, func(ctx context.Context) gateway.Reply {
+			if m.Method == "subscriptions/listen" {
+				return c.gw.Listen(ctx, m, c)
+			}
+			return c.gw.HandleModern(ctx, m, c)
+		})
+	case m.Method == "initialize":
+		s, res, werr := c.gw.Initialize(m.Params)
+		if werr != nil {
+			_ = c.write(wire.AppendError(nil, m.ID, werr))
+			return
+		}
+		c.mu.Lock()
+		old := c.sess
+		c.sess = s
+		c.mu.Unlock()
+		if old != nil {
+			old.Close()
+		}
+		c.wg.Go(func() { c.pump(ctx, s) })
+		_ = c.write(wire.AppendResult(nil, m.ID, res))
+	case sess == nil:
+		if m.Method == "ping" {
+			_ = c.write(wire.AppendResult(nil, m.ID, json.RawMessage(`{}`)))
+			return
+		}
+		_ = c.write(wire.AppendError(nil, m.ID, wire.Errorf(wire.CodeInvalidRequest, "send initialize first (or a %s request with its _meta)", gateway.ModernVersion)))
+	default:
+		c.goRequest(ctx, m, func(ctx context.Context) gateway.Reply { return sess.Handle(ctx, m, c) })
+	}
+}
+
+// goRequest answers a request in its own goroutine, so a slow call does not
+// hold up the others; notifications/cancelled for it cancels its ctx.
+func (c *stdioConn) goRequest(ctx context.Context, m *wire.Message, handle func(context.Context) gateway.Reply) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.inflight[string(m.ID)] = cancel
+	c.mu.Unlock()
+	c.wg.Go(func() {
+		defer func() {
+			c.mu.Lock()
+			delete(c.inflight, string(m.ID))
+			c.mu.Unlock()
+			cancel()
+		}()
+		reply := handle(ctx)
+		if ctx.Err() != nil && m.Method != "subscriptions/listen" {
+			return // cancelled: the client expects no answer
+		}
+		c.reply(m.ID, reply)
+	})
+}
+
+// pump writes the session's server-initiated messages.
+func (c *stdioConn) pump(ctx context.Context, s *gateway.Session) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Done():
+			return
+		case msg := <-s.Outbox():
+			if c.write(msg) != nil {
+				return
+			}
+		}
+	}
+}
