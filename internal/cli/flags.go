@@ -63,6 +63,8 @@ type gatewayFlags struct {
 	githubURL          string
 	startupTimeout     time.Duration
 	maxBodyBytes       int64
+	maxResponseBytes   int
+	callTimeout        time.Duration
 	toolPrefix         string
 	logLevel           string
 	noAuth             bool
@@ -79,6 +81,8 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.githubURL, "github-url", "https://github.com", "base `url` GitHub servers are cloned from (a mirror)")
 	fs.DurationVar(&g.startupTimeout, "startup-timeout", defaultStartupTimeout, "how long servers may take to start")
 	fs.Int64Var(&g.maxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
+	fs.IntVar(&g.maxResponseBytes, "max-response-bytes", 16<<20, "largest message accepted from a server; a larger one fails that call")
+	fs.DurationVar(&g.callTimeout, "call-timeout", 5*time.Minute, "how long a server may take to answer one call before it is cancelled (0: no limit)")
 	fs.StringVar(&g.toolPrefix, "tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
 	fs.StringVar(&g.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
@@ -113,6 +117,8 @@ func (g *gatewayFlags) args() []string {
 		"--github-url=" + g.githubURL,
 		"--startup-timeout=" + g.startupTimeout.String(),
 		fmt.Sprintf("--max-body-bytes=%d", g.maxBodyBytes),
+		fmt.Sprintf("--max-response-bytes=%d", g.maxResponseBytes),
+		"--call-timeout=" + g.callTimeout.String(),
 		"--tool-prefix=" + g.toolPrefix,
 		"--log-level=" + g.logLevel,
 	}

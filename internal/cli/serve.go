@@ -103,7 +103,9 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := serve(ctx, &g, cfg, token, notifier, logger, logOut); err != nil {
+	// From the launcher, any server failing fails the launch (the sandbox
+	// contract); otherwise a failing server is retried in the background.
+	if err := serve(ctx, &g, cfg, token, *fromLauncher, notifier, logger, logOut); err != nil {
 		code := exitError
 		var ce *configError
 		if errors.As(err, &ce) {
@@ -152,17 +154,21 @@ func prefixMode(s string) (gateway.PrefixMode, error) {
 
 // startGateway validates the configuration, starts every server and
 // returns the gateway over them. On error nothing is left running.
-func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, logger *slog.Logger, serverLog io.Writer) (*gateway.Gateway, error) {
+func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, failFast bool, logger *slog.Logger, serverLog io.Writer) (*gateway.Gateway, error) {
 	mode, _ := prefixMode(g.toolPrefix)
-	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode})
+	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	env := environWithout(tokenEnv)
 	for _, s := range specs {
 		router.Add(newUpstream(s, g, env, gw.UpstreamHooks(s.Name), logger, serverLog))
 	}
 	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
+	defer cancel()
+	if !failFast {
+		router.StartAll(startCtx)
+		return gw, nil
+	}
 	err := router.Start(startCtx)
-	cancel()
 	if err != nil {
 		router.Close()
 		if startCtx.Err() == context.DeadlineExceeded {
@@ -174,7 +180,7 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 }
 
 // serve runs the gateway on HTTP until ctx ends.
-func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
+func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, failFast bool, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
 	began := time.Now()
 	specs, err := loadConfig(g, cfg, logger)
 	if err != nil {
@@ -185,7 +191,7 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 		return fmt.Errorf("listening on port %d: %w", g.port, err)
 	}
 	defer ln.Close()
-	gw, err := startGateway(ctx, g, specs, logger, serverLog)
+	gw, err := startGateway(ctx, g, specs, failFast, logger, serverLog)
 	if err != nil {
 		return err
 	}
@@ -197,7 +203,7 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 		Token:        token,
 		MaxBodyBytes: g.maxBodyBytes,
 		Health: func() any {
-			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount()}
+			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": router.Status()}
 		},
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
@@ -220,14 +226,18 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, notif
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
+	// Stop accepting, end the long-lived streams, let calls in flight finish
+	// within the grace period, then end the sessions; the deferred
+	// router.Close stops every server's whole process group.
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	gw.Drain()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("calls in flight did not finish in time; cancelling them", "err", err)
+	}
 	handler.Close()
 	gw.Close()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("in-flight requests did not finish in time", "err", err)
-	}
 	return nil
 }
 
@@ -245,9 +255,10 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks ga
 		// A stdio server is shared by every client, so it is offered every
 		// client capability the gateway can route; a request for one the
 		// calling client lacks is refused by the gateway with a clear error.
-		Capabilities:   sharedClientCapabilities,
-		OnNotification: hooks.OnNotification,
-		OnRequest:      hooks.OnRequest,
+		Capabilities:    sharedClientCapabilities,
+		OnNotification:  hooks.OnNotification,
+		OnRequest:       hooks.OnRequest,
+		MaxMessageBytes: g.maxResponseBytes,
 	}
 	if s.GitHub == nil {
 		return upstream.NewStdio(opts)

@@ -44,7 +44,7 @@ the process talks to it.`, stderr)
 	os.Unsetenv(tokenEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	gw, err := startGateway(ctx, &g, specs, logger, logOut)
+	gw, err := startGateway(ctx, &g, specs, false, logger, logOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError

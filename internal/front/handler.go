@@ -253,6 +253,8 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-sess.Done():
 			return
+		case <-h.Gateway.Closing():
+			return
 		case msg := <-sess.Outbox():
 			if err := writeEvent(w, msg); err != nil {
 				return

@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -69,9 +71,20 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		srv.activeMu.Unlock()
 	}()
 
+	if t := g.Router.opts.CallTimeout; t > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, t)
+		defer cancelTimeout()
+	}
 	resp, err := srv.up.Call(ctx, m.Method, params)
 	g.Router.relistIfRestarted(srv)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q did not answer %s within %s; the call was cancelled at the server", srv.name, m.Method, g.Router.opts.CallTimeout))
+		}
+		if errors.Is(err, upstream.ErrStart) {
+			g.Router.lost(srv, err)
+		}
 		return errorReply(asWireError(err))
 	}
 	return Reply{Result: resp.Result, Error: resp.Error}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,12 @@ type RouterOptions struct {
 	PageSize int
 	// MaxListPages bounds how many pages of one server's list are read; 0 means 100.
 	MaxListPages int
+	// CallTimeout bounds one forwarded call; 0 means none. A call that
+	// outlives it is cancelled at its server and answered with an error.
+	CallTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts to start a
+	// server that failed (StartAll); 0 means 1 s and 1 min.
+	RetryMin, RetryMax time.Duration
 }
 
 // Router holds the merged view of every upstream and forwards calls.
@@ -58,6 +65,10 @@ type Router struct {
 	rebuildMu    sync.Mutex
 	views        [4]atomic.Pointer[view] // by listKind.index
 	slowestStart time.Duration
+
+	closed   chan struct{} // closed by Close: background retries stop
+	closeMu  sync.Once
+	retrying sync.WaitGroup
 }
 
 type server struct {
@@ -68,6 +79,11 @@ type server struct {
 	items     [4][]json.RawMessage
 	listedGen uint64
 	relisting atomic.Bool
+
+	stateMu  sync.Mutex
+	state    string // "starting", "ready", "failed"
+	lastErr  string
+	failures int
 
 	activeMu sync.Mutex
 	active   map[*call]struct{} // client calls in flight on this server
@@ -84,7 +100,13 @@ func NewRouter(opts RouterOptions) *Router {
 	if opts.MaxListPages <= 0 {
 		opts.MaxListPages = 100
 	}
-	r := &Router{opts: opts, log: opts.Logger}
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = time.Second
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = time.Minute
+	}
+	r := &Router{opts: opts, log: opts.Logger, closed: make(chan struct{})}
 	for _, k := range kinds {
 		r.views[k.index].Store(buildView(nil, k, opts))
 	}
@@ -93,7 +115,7 @@ func NewRouter(opts RouterOptions) *Router {
 
 // Add registers an upstream under its name. Call it before Start.
 func (r *Router) Add(up Upstream) {
-	r.servers = append(r.servers, &server{name: up.Name(), up: up, active: map[*call]struct{}{}})
+	r.servers = append(r.servers, &server{name: up.Name(), up: up, active: map[*call]struct{}{}, state: "starting"})
 	slices.SortFunc(r.servers, func(a, b *server) int { return strings.Compare(a.name, b.name) })
 }
 
@@ -134,8 +156,31 @@ func (e *StartError) Error() string {
 }
 
 // Start starts every server in parallel and lists what it offers. It returns
-// a *StartError naming every server that failed; the others are ready.
+// a *StartError naming every server that failed; the others are ready. This
+// is the sandbox launcher's fail-fast start.
 func (r *Router) Start(ctx context.Context) error {
+	failed := r.startAll(ctx)
+	r.rebuild(kinds...)
+	if len(failed) > 0 {
+		return &StartError{Failed: failed}
+	}
+	return nil
+}
+
+// StartAll starts every server like Start, but a server that fails does not
+// stop the others: it is retried in the background with exponential backoff
+// and jitter until it comes up (its tools then appear, with list_changed) or
+// the router is closed.
+func (r *Router) StartAll(ctx context.Context) {
+	failed := r.startAll(ctx)
+	r.rebuild(kinds...)
+	for name, err := range failed {
+		r.log.Warn("mcp server failed to start; retrying in the background", "server", name, "err", err)
+		r.retry(r.server(name))
+	}
+}
+
+func (r *Router) startAll(ctx context.Context) map[string]error {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -144,10 +189,7 @@ func (r *Router) Start(ctx context.Context) error {
 	for _, s := range r.servers {
 		wg.Go(func() {
 			began := time.Now()
-			err := s.up.Start(ctx)
-			if err == nil {
-				err = r.list(ctx, s, kinds...)
-			}
+			err := r.startOne(ctx, s)
 			took := time.Since(began)
 			mu.Lock()
 			defer mu.Unlock()
@@ -160,15 +202,104 @@ func (r *Router) Start(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	r.rebuild(kinds...)
-	if len(failed) > 0 {
-		return &StartError{Failed: failed}
-	}
-	return nil
+	return failed
 }
 
-// Close stops every server.
+// startOne starts and lists one server, recording its state.
+func (r *Router) startOne(ctx context.Context, s *server) error {
+	err := s.up.Start(ctx)
+	if err == nil {
+		err = r.list(ctx, s, kinds...)
+	}
+	s.setState(err)
+	return err
+}
+
+func (s *server) setState(err error) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if err != nil {
+		s.state, s.lastErr = "failed", err.Error()
+		s.failures++
+		return
+	}
+	s.state = "ready"
+}
+
+// retry starts a failed server again and again, backing off, in the background.
+func (r *Router) retry(s *server) {
+	r.retrying.Go(func() {
+		delay := r.opts.RetryMin
+		for attempt := 1; ; attempt++ {
+			jittered := delay/2 + time.Duration(rand.Int64N(int64(delay)))
+			select {
+			case <-r.closed:
+				return
+			case <-time.After(jittered):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
+			err := r.startOne(ctx, s)
+			cancel()
+			if err == nil {
+				r.log.Info("mcp server is up after retrying", "server", s.name, "attempts", attempt)
+				r.rebuild(kinds...)
+				return
+			}
+			r.log.Warn("mcp server still fails to start", "server", s.name, "attempt", attempt, "err", err)
+			delay = min(delay*2, r.opts.RetryMax)
+		}
+	})
+}
+
+// lost takes a server that can no longer be started out of the merged view
+// (its tools disappear, with list_changed) and retries it in the background.
+func (r *Router) lost(s *server, err error) {
+	s.stateMu.Lock()
+	if s.state != "ready" {
+		s.stateMu.Unlock()
+		return
+	}
+	s.stateMu.Unlock()
+	s.setState(err)
+	s.mu.Lock()
+	s.items = [4][]json.RawMessage{}
+	s.mu.Unlock()
+	r.log.Warn("mcp server lost; its tools are withdrawn until it is back", "server", s.name, "err", err)
+	r.rebuild(kinds...)
+	r.retry(s)
+}
+
+// ServerStatus is what /health tells of one server.
+type ServerStatus struct {
+	State     string `json:"state"`
+	Tools     int    `json:"tools"`
+	Restarts  uint64 `json:"restarts"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Status reports every server's state, by name.
+func (r *Router) Status() map[string]ServerStatus {
+	tools := map[*server]int{}
+	for _, it := range r.view(kindTools).items {
+		tools[it.server]++
+	}
+	out := make(map[string]ServerStatus, len(r.servers))
+	for _, s := range r.servers {
+		s.stateMu.Lock()
+		st := ServerStatus{State: s.state, Tools: tools[s], LastError: s.lastErr}
+		s.stateMu.Unlock()
+		if g := s.up.Generation(); g > 1 {
+			st.Restarts = g - 1
+		}
+		out[s.name] = st
+	}
+	return out
+}
+
+// Close stops the background retries and every server.
 func (r *Router) Close() error {
+	r.closeMu.Do(func() { close(r.closed) })
+	r.retrying.Wait()
 	var errs []error
 	for _, s := range r.servers {
 		if err := s.up.Close(); err != nil {

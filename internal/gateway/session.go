@@ -48,9 +48,18 @@ func New(r *Router, info Info) *Gateway {
 	return g
 }
 
-// Close ends every session and subscriptions/listen stream, for shutdown.
-func (g *Gateway) Close() {
+// Drain ends every subscriptions/listen stream gracefully, first step of a
+// shutdown: calls in flight go on.
+func (g *Gateway) Drain() {
 	g.closeOnce.Do(func() { close(g.closing) })
+}
+
+// Closing is closed once the gateway drains, for streams that must end then.
+func (g *Gateway) Closing() <-chan struct{} { return g.closing }
+
+// Close drains and ends every session (cancelling what is still in flight).
+func (g *Gateway) Close() {
+	g.Drain()
 	for _, s := range g.sessionList() {
 		s.Close()
 	}

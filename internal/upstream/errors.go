@@ -18,6 +18,9 @@ var (
 	// stdout, a line over the size limit, closed stdout, stopped reading stdin);
 	// its process was killed.
 	ErrProtocol = errors.New("mcp server broke the stdio protocol")
+	// ErrStart marks a call that failed because its server could not be
+	// (re)started: the caller may take the server out of service.
+	ErrStart = errors.New("mcp server could not be started")
 )
 
 // errNotSent: the process went down before the request was registered, so the
@@ -101,3 +104,10 @@ func stderrSuffix(lines []string) string {
 	}
 	return "; its last stderr:\n\t" + strings.Join(lines, "\n\t")
 }
+
+// startFailed wraps a start error so that errors.Is(err, ErrStart) holds,
+// keeping its message.
+type startFailed struct{ err error }
+
+func (e *startFailed) Error() string   { return e.err.Error() }
+func (e *startFailed) Unwrap() []error { return []error{e.err, ErrStart} }

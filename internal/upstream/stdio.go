@@ -201,6 +201,9 @@ func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage)
 	for retried := false; ; retried = true {
 		p, err := s.running(ctx)
 		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				err = &startFailed{err}
+			}
 			return nil, err
 		}
 		resp, err := p.call(ctx, method, params)

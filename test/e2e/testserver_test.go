@@ -58,10 +58,22 @@ func runTestServer() {
 			fmt.Fprintln(os.Stdout, "this is not JSON-RPC")
 			select {} // the gateway must give up on this process
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Blocks until the call is cancelled, then says so on stderr."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			fmt.Fprintln(os.Stderr, "slow: the call was cancelled")
+			return nil, nil, ctx.Err()
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Returns a tool error."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed as asked"}}}, nil, nil
 		})
+	if f := os.Getenv("E2E_SERVER_REQUIRES"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintf(os.Stderr, "fatal: %s is missing\n", f)
+			os.Exit(5)
+		}
+	}
 	if strings.Contains(os.Getenv("E2E_SERVER_MODE"), "stderr-then-exit") {
 		fmt.Fprintln(os.Stderr, "fatal: cannot open the database")
 		os.Exit(4)
