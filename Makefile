@@ -5,7 +5,7 @@ GO ?= go
 NPM_DIR := test/npm
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test vet staticcheck clean
+.PHONY: build run test vet staticcheck conformance clean
 
 build:
 	$(GO) build -o bin/mcp-gateway ./cmd/mcp-gateway
@@ -26,8 +26,25 @@ vet:
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck
+# The MCP conformance suite against the Go SDK's fixture, directly and through the
+# gateway, compared per scenario; rewrites docs/conformance.md (test/conformance/README.md).
+# One configuration: make conformance CONFORMANCE_FLAGS='-configs alpha-2026-07-28'
+conformance: $(NPM_DIR)/node_modules/.package-lock.json
+	GO=$(GO) $(GO) run ./test/conformance/harness $(CONFORMANCE_FLAGS)
+
+test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance
 	$(GO) test -race -count=1 ./...
 
 clean:
 	rm -rf bin .run
+
+# The benchmark (bench/README.md): the gateway against a direct connection to the same
+# server, side by side in one run; prints Markdown tables (docs/benchmarks.md holds the
+# latest). bench-short takes seconds and asserts nothing about speed: it fails only when
+# a call fails or the harness breaks, so CI can run it.
+.PHONY: bench bench-short
+bench:
+	GO=$(GO) $(GO) run ./bench -era both
+
+bench-short:
+	GO=$(GO) $(GO) run ./bench -short -era both

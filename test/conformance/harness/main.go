@@ -1,0 +1,195 @@
+// Command harness runs the official MCP conformance suite against the Go SDK's
+// conformance fixture twice in one run, directly and through mcp-gateway, and
+// fails when a scenario that passes directly does not pass through the gateway
+// (unless test/conformance/known-gaps.txt lists it). It writes the comparison
+// to <out>/report.md and, on a full run, to docs/conformance.md.
+//
+// Run it from the repository root, after `npm ci` in test/npm (make
+// conformance does both):
+//
+//	go run ./test/conformance/harness                            # all three configurations
+//	go run ./test/conformance/harness -configs alpha-2026-07-28  # just one
+//
+// Exit codes: 0 all good, 1 the comparison failed (a regression, a stale
+// known gap, a name check), 2 the harness itself could not run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A suiteConfig is one way of running the suite; each runs against a fixture
+// directly and against the gateway.
+type suiteConfig struct {
+	Name    string   // as used in known-gaps.txt and on the command line
+	Package string   // npm alias under test/npm/node_modules
+	Args    []string // what selects the scenarios
+	Fixture string   // the fixture the direct run targets: stateful or stateless
+	About   string   // one line for the report
+}
+
+var allConfigs = []suiteConfig{
+	{
+		Name: "stable-all", Package: "conf-stable", Args: []string{"--suite", "all"}, Fixture: stateful,
+		About: "every scenario of the stable suite (protocol 2025-06-18 and 2025-11-25, sessions); direct target: the fixture with `-stateless=false`",
+	},
+	{
+		Name: "alpha-2025-11-25", Package: "conf-alpha", Args: []string{"--requirements", "2025-11-25"}, Fixture: stateful,
+		About: "the scenarios the 2025-11-25 revision requires (sessions); direct target: the fixture with `-stateless=false`",
+	},
+	{
+		Name: "alpha-2026-07-28", Package: "conf-alpha", Args: []string{"--requirements", "2026-07-28"}, Fixture: stateless,
+		About: "the scenarios the 2026-07-28 revision requires (stateless, no `initialize`); direct target: the fixture in its default stateless mode",
+	},
+}
+
+const (
+	stateful   = "stateful"
+	stateless  = "stateless"
+	fixturePkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
+	sdkModule  = "github.com/modelcontextprotocol/go-sdk"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		root         = flag.String("root", ".", "repository root")
+		out          = flag.String("out", "test/out/conformance", "output directory (emptied first), relative to -root")
+		configs      = flag.String("configs", "", "comma-separated configurations to run (default all: "+configNames(allConfigs)+")")
+		knownGaps    = flag.String("known-gaps", "test/conformance/known-gaps.txt", "known-gaps file, relative to -root")
+		doc          = flag.String("doc", "docs/conformance.md", "where a full run writes its report, relative to -root; empty: nowhere")
+		suiteTimeout = flag.Duration("suite-timeout", 5*time.Minute, "longest one suite run may take")
+	)
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "harness: unexpected arguments %q\n", flag.Args())
+		return 2
+	}
+	began := time.Now()
+
+	selected, err := selectConfigs(*configs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 2
+	}
+	absRoot, err := filepath.Abs(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 2
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(absRoot, p)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	h := &harness{
+		root:         absRoot,
+		out:          rel(*out),
+		suiteTimeout: *suiteTimeout,
+		configs:      selected,
+	}
+	runErr := h.runAll(ctx) // stops every process it started before returning
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "harness:", runErr)
+		if ctx.Err() != nil || errors.Is(runErr, errSetup) {
+			return 2
+		}
+	}
+
+	gaps, err := readKnownGaps(rel(*knownGaps))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 2
+	}
+	rep := &report{Meta: h.meta, Problems: h.problems, All: len(selected) == len(allConfigs)}
+	for _, c := range selected {
+		cr, err := compareConfig(c, filepath.Join(h.out, c.Name), gaps.forConfig(c.Name))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			return 2
+		}
+		rep.Configs = append(rep.Configs, cr)
+	}
+	rep.Problems = append(rep.Problems, gaps.unknownConfigs(allConfigs)...)
+
+	md := rep.markdown()
+	if err := os.WriteFile(filepath.Join(h.out, "report.md"), []byte(md), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 2
+	}
+	if rep.All && *doc != "" {
+		if err := os.WriteFile(rel(*doc), []byte(md), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			return 2
+		}
+	}
+
+	fmt.Print(rep.console())
+	fmt.Printf("\nreport: %s", filepath.Join(h.out, "report.md"))
+	if rep.All && *doc != "" {
+		fmt.Printf(" (and %s)", rel(*doc))
+	}
+	fmt.Printf("; logs and results under %s; took %s\n", h.out, time.Since(began).Round(100*time.Millisecond))
+	if runErr != nil || !rep.ok() {
+		fmt.Println("conformance: FAIL")
+		return 1
+	}
+	fmt.Println("conformance: ok")
+	return 0
+}
+
+func configNames(cs []suiteConfig) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",")
+}
+
+func selectConfigs(list string) ([]suiteConfig, error) {
+	if list == "" {
+		return allConfigs, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		found := false
+		for _, c := range allConfigs {
+			found = found || c.Name == n
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown configuration %q (known: %s)", n, configNames(allConfigs))
+		}
+		want[n] = true
+	}
+	var out []suiteConfig
+	for _, c := range allConfigs { // keep the canonical order
+		if want[c.Name] {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-configs names no configuration")
+	}
+	return out, nil
+}
