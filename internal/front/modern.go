@@ -19,9 +19,11 @@ const (
 	headerParamPrefix = "Mcp-Param-"
 )
 
-// codeHeaderMismatch is the specification's error for headers that do not
-// match the body.
-const codeHeaderMismatch = -32020
+// Errors of the 2026-07-28 specification.
+const (
+	codeHeaderMismatch                    = -32020 // headers do not match the body
+	codeMissingRequiredClientCapabilities = -32021
+)
 
 // serveModern serves one request of the 2026-07-28 era: no session; its
 // version, identity and capabilities ride in its _meta, mirrored in headers
@@ -54,8 +56,13 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Me
 	} else {
 		reply = h.Gateway.HandleModern(r.Context(), m, st)
 	}
-	if reply.Error != nil && wire.DecodeError(reply.Error).Code == wire.CodeMethodNotFound {
-		st.status = http.StatusNotFound
+	if reply.Error != nil {
+		switch wire.DecodeError(reply.Error).Code {
+		case wire.CodeMethodNotFound:
+			st.status = http.StatusNotFound
+		case codeMissingRequiredClientCapabilities:
+			st.status = http.StatusBadRequest
+		}
 	}
 	st.reply(m.ID, reply)
 }
@@ -73,6 +80,10 @@ func (h *Handler) validateModern(r *http.Request, m *wire.Message) *wire.Error {
 		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerProtocolVersion, headerVersion, metaVersion)
 	case headerVersion != gateway.ModernVersion:
 		return &wire.Error{Code: wire.CodeUnsupportedProtocolVersion}
+	}
+	meta := wire.Get(m.Params, "_meta")
+	if v := wire.Get(meta, gateway.MetaClientCapabilities); v == nil || v[0] != '{' {
+		return wire.Errorf(wire.CodeInvalidParams, "missing or invalid _meta %q: every %s request carries its client's capabilities", gateway.MetaClientCapabilities, gateway.ModernVersion)
 	}
 	method := r.Header.Get(headerMethod)
 	if method == "" {
@@ -152,17 +163,13 @@ func sameValue(header string, v json.RawMessage) bool {
 	return header == string(v)
 }
 
-// decodeHeaderValue undoes the "=?base64?...?=" sentinel encoding.
+// decodeHeaderValue undoes the "=?base64?...?=" sentinel encoding; a value
+// without both markers is plain.
 func decodeHeaderValue(v string) (string, error) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
+	if !strings.HasPrefix(v, "=?base64?") || !strings.HasSuffix(v, "?=") || len(v) < len("=?base64??=") {
 		return v, nil
 	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return "", fmt.Errorf("malformed base64 sentinel %q", v)
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
+	b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
 	if err != nil {
 		return "", fmt.Errorf("malformed base64 value: %w", err)
 	}

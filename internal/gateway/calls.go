@@ -201,6 +201,13 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
 	if !c.sess.hasCapability(capability) {
+		if c.sess.modern {
+			// The 2026-07-28 answer: the client's request fails with
+			// MissingRequiredClientCapabilities.
+			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
+			c.sess.failModern(&wire.Error{Code: codeMissingRequiredClientCapabilities,
+				Message: fmt.Sprintf("the server needs the client capability %q for %s, which the client did not declare", capability, method), Data: data})
+		}
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, capability)
 	}
 	if c.sess.modern {
@@ -316,7 +323,7 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 	uri, _ := wire.GetString(params, "uri")
 	srv := g.Router.resourceServer(uri)
 	if srv == nil {
-		return errorReply(resourceNotFound(uri))
+		return errorReply(s.resourceNotFound(uri))
 	}
 	g.mu.Lock()
 	first := len(g.subs[uri]) == 0

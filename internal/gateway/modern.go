@@ -72,7 +72,7 @@ func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stre
 		return withCaching(s.Handle(ctx, m, stream), listTTLMillis)
 	case "resources/read":
 		return withCaching(s.Handle(ctx, m, stream), 0)
-	case "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
+	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
 		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, ModernVersion))
 	case "tools/call", "prompts/get", "completion/complete":
 		if state, ok := wire.GetString(m.Params, "requestState"); ok && state != "" {
@@ -217,12 +217,15 @@ func (st *mrtrState) verify(state string) (string, bool) {
 // input request, and returns its first event.
 func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	g := s.gw
-	events := make(chan modernEvent, 1)
+	events := make(chan modernEvent, 4)
 	s.inputs = events
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	go func() {
 		defer cancel()
-		events <- modernEvent{reply: s.forwardLegacy(callCtx, m, stream, srv, params)}
+		select { // nobody may be waiting any more: never block
+		case events <- modernEvent{reply: s.forwardLegacy(callCtx, m, stream, srv, params)}:
+		default:
+		}
 	}()
 	name, _ := wire.GetString(m.Params, "name")
 	w := &inputWait{id: g.newID("gw-input-"), method: m.Method, name: name, events: events}
@@ -306,5 +309,17 @@ func (s *Session) askModern(ctx context.Context, method string, params json.RawM
 		return resp.Result, nil
 	case <-ctx.Done():
 		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, ctx.Err())
+	}
+}
+
+// codeMissingRequiredClientCapabilities is the 2026-07-28 error for a
+// request that needs a client capability the client did not declare.
+const codeMissingRequiredClientCapabilities = -32021
+
+// failModern ends the modern client's request in flight with an error.
+func (s *Session) failModern(e *wire.Error) {
+	select {
+	case s.inputs <- modernEvent{reply: errorReply(e)}:
+	default:
 	}
 }

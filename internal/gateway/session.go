@@ -246,7 +246,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		uri, _ := wire.GetString(m.Params, "uri")
 		srv := r.resourceServer(uri)
 		if srv == nil {
-			return errorReply(resourceNotFound(uri))
+			return errorReply(s.resourceNotFound(uri))
 		}
 		return s.forward(ctx, m, stream, srv, m.Params)
 	case "resources/subscribe":
@@ -266,10 +266,15 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 	}
 }
 
-// resourceNotFound is the specification's error for an unknown resource.
-func resourceNotFound(uri string) *wire.Error {
+// resourceNotFound is the specification's error for an unknown resource in
+// the client's era: -32002 until 2025-11-25, invalid params since.
+func (s *Session) resourceNotFound(uri string) *wire.Error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &wire.Error{Code: -32002, Message: "Resource not found: " + uri, Data: data}
+	code := int64(-32002)
+	if s.modern {
+		code = wire.CodeInvalidParams
+	}
+	return &wire.Error{Code: code, Message: "Resource not found: " + uri, Data: data}
 }
 
 // callNamed forwards a request naming a tool or prompt to its server, under
@@ -324,7 +329,7 @@ func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) 
 		if srv := r.resourceServer(uri); srv != nil {
 			return s.forward(ctx, m, stream, srv, m.Params)
 		}
-		return errorReply(resourceNotFound(uri))
+		return errorReply(s.resourceNotFound(uri))
 	}
 	return errorReply(wire.Errorf(wire.CodeInvalidParams, "completion/complete needs params.ref of type ref/prompt or ref/resource"))
 }
