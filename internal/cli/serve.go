@@ -160,7 +160,10 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	env := environWithout(tokenEnv)
 	for _, s := range specs {
-		router.Add(newUpstream(s, g, env, gw.UpstreamHooks(s.Name), logger, serverLog))
+		hooks := gw.UpstreamHooks(s.Name)
+		router.AddDualEra(newUpstream(s, g, env, hooks, false, logger, serverLog), func() gateway.Upstream {
+			return newUpstream(s, g, env, hooks, true, logger, serverLog)
+		})
 	}
 	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
 	defer cancel()
@@ -242,7 +245,9 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, failF
 }
 
 // newUpstream builds the upstream of one configured server.
-func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks gateway.Hooks, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
+// modern asks for a process of the 2026-07-28 era (a companion for that
+// era's clients), which fails to start unless the server speaks it.
+func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks gateway.Hooks, modern bool, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
 	env := mergeEnv(baseEnv, s.Env)
 	opts := upstream.StdioOptions{
 		Name:       s.Name,
@@ -256,6 +261,7 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks ga
 		// client capability the gateway can route; a request for one the
 		// calling client lacks is refused by the gateway with a clear error.
 		Capabilities:    sharedClientCapabilities,
+		RequireModern:   modern,
 		OnNotification:  hooks.OnNotification,
 		OnRequest:       hooks.OnRequest,
 		MaxMessageBytes: g.maxResponseBytes,

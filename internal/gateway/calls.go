@@ -76,7 +76,29 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		ctx, cancelTimeout = context.WithTimeout(ctx, t)
 		defer cancelTimeout()
 	}
-	resp, err := srv.up.Call(ctx, m.Method, params)
+	up := srv.up
+	if s.modern {
+		if companion := g.Router.modernCompanion(ctx, srv); companion != nil {
+			up = companion
+		}
+	}
+	modernServer := isModern(up)
+	if modernServer && !s.modern {
+		params = s.requestMeta(params)
+	}
+	resp, err := up.Call(ctx, m.Method, params)
+	for round := 0; err == nil && modernServer && !s.modern && isInputRequired(resp.Result); round++ {
+		// A 2026-07-28 server asks a session-era client for input: ask the
+		// client the old way, then retry with its answers.
+		if round == maxInputRounds {
+			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q asked for input %d times in a row; giving up", srv.name, round))
+		}
+		var retry json.RawMessage
+		if retry, err = s.fulfil(ctx, c, params, resp.Result); err != nil {
+			break
+		}
+		resp, err = up.Call(ctx, m.Method, retry)
+	}
 	g.Router.relistIfRestarted(srv)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -277,7 +299,8 @@ func (g *Gateway) ensureLevel(ctx context.Context, level int) {
 	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
 	p = append(p, '}')
 	for _, srv := range g.Router.servers {
-		if !hasCapability(srv.up.InitializeResult(), "logging") {
+		// A 2026-07-28 server takes the level in each request's _meta.
+		if !hasCapability(srv.up.InitializeResult(), "logging") || srv.modern() {
 			continue
 		}
 		resp, err := srv.up.Call(ctx, "logging/setLevel", p)
@@ -394,4 +417,85 @@ func (g *Gateway) subscribers(uri string) []*Session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// maxInputRounds bounds the input requests of one call.
+const maxInputRounds = 16
+
+// modern reports whether the server's primary process speaks 2026-07-28.
+func (srv *server) modern() bool { return isModern(srv.up) }
+
+func isModern(up Upstream) bool {
+	m, ok := up.(interface{ Modern() bool })
+	return ok && m.Modern()
+}
+
+func isInputRequired(result json.RawMessage) bool {
+	t, _ := wire.GetString(result, "resultType")
+	return t == "input_required"
+}
+
+// requestMeta gives a session-era client's request the _meta a 2026-07-28
+// server expects: the client's own identity, capabilities and log level.
+func (s *Session) requestMeta(params json.RawMessage) json.RawMessage {
+	meta := wire.Get(params, "_meta")
+	set := func(key string, v json.RawMessage) {
+		if v != nil && wire.Get(meta, key) == nil {
+			if m, err := wire.Set(meta, key, v); err == nil {
+				meta = m
+			}
+		}
+	}
+	set(MetaProtocolVersion, json.RawMessage(`"`+ModernVersion+`"`))
+	set(MetaClientInfo, s.clientInfo)
+	caps := s.capabilities
+	if caps == nil {
+		caps = json.RawMessage(`{}`)
+	}
+	set(MetaClientCapabilities, caps)
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	if level >= 0 {
+		set(MetaLogLevel, wire.AppendString(nil, logLevels[level]))
+	}
+	out, err := wire.Set(params, "_meta", meta)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// fulfil asks the session-era client each input request of a 2026-07-28
+// server's input-required result, and returns the params of the retry.
+func (s *Session) fulfil(ctx context.Context, c *call, params, result json.RawMessage) (json.RawMessage, error) {
+	var requests map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(wire.Get(result, "inputRequests"), &requests); err != nil {
+		return nil, fmt.Errorf("mcp server %q: malformed inputRequests: %w", c.server.name, err)
+	}
+	answers := map[string]json.RawMessage{}
+	for key, req := range requests {
+		if capability, ok := clientCapabilityFor[req.Method]; ok && !s.hasCapability(capability) {
+			return nil, fmt.Errorf("mcp server %q needs the client capability %q for %s, which the client did not declare", c.server.name, capability, req.Method)
+		}
+		res, werr := s.request(ctx, c.stream, req.Method, req.Params)
+		if werr != nil {
+			return nil, werr
+		}
+		answers[key] = res
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	if params, err = wire.Set(params, "inputResponses", b); err != nil {
+		return nil, err
+	}
+	if state := wire.Get(result, "requestState"); state != nil {
+		return wire.Set(params, "requestState", state)
+	}
+	return params, nil
 }

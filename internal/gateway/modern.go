@@ -75,8 +75,10 @@ func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stre
 	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
 		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, ModernVersion))
 	case "tools/call", "prompts/get", "completion/complete":
-		if state, ok := wire.GetString(m.Params, "requestState"); ok && state != "" {
-			return complete(g.resume(ctx, s, m, state))
+		// A requestState of the gateway's own resumes a call waiting here;
+		// any other belongs to a 2026-07-28 server and travels to it.
+		if state, ok := wire.GetString(m.Params, "requestState"); ok && strings.HasPrefix(state, statePrefix) {
+			return complete(g.resume(ctx, s, m, strings.TrimPrefix(state, statePrefix)))
 		}
 		return complete(s.Handle(ctx, m, stream))
 	}
@@ -191,10 +193,13 @@ func (g *Gateway) mrtr() *mrtrState {
 	return &g.mrtrState
 }
 
+// statePrefix marks the requestStates the gateway issues itself.
+const statePrefix = "mcp-gateway:"
+
 func (st *mrtrState) sign(id string) string {
 	mac := hmac.New(sha256.New, st.key)
 	mac.Write([]byte(id))
-	return base64.RawURLEncoding.EncodeToString([]byte(id)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(id)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 func (st *mrtrState) verify(state string) (string, bool) {

@@ -87,6 +87,14 @@ type server struct {
 
 	activeMu sync.Mutex
 	active   map[*call]struct{} // client calls in flight on this server
+
+	// A server's era is fixed per process, so a 2026-07-28 client's calls go
+	// to a companion process of that era when the server has one (started
+	// on the first such call); else to the primary, the gateway bridging.
+	newModern func() Upstream
+	modernMu  sync.Mutex
+	modernUp  Upstream
+	modernNo  bool // the server does not speak 2026-07-28
 }
 
 // NewRouter returns a router with no servers.
@@ -117,6 +125,41 @@ func NewRouter(opts RouterOptions) *Router {
 func (r *Router) Add(up Upstream) {
 	r.servers = append(r.servers, &server{name: up.Name(), up: up, active: map[*call]struct{}{}, state: "starting"})
 	slices.SortFunc(r.servers, func(a, b *server) int { return strings.Compare(a.name, b.name) })
+}
+
+// AddDualEra registers an upstream like Add, with a way to make a companion
+// upstream for 2026-07-28 clients: newModern must return one that fails to
+// start (upstream.ErrNotModern) unless its server speaks that era.
+func (r *Router) AddDualEra(up Upstream, newModern func() Upstream) {
+	r.Add(up)
+	r.server(up.Name()).newModern = newModern
+}
+
+// modernCompanion returns the server's process of the 2026-07-28 era, or
+// nil when it has none; the first call starts it.
+func (r *Router) modernCompanion(ctx context.Context, s *server) Upstream {
+	if s.newModern == nil || s.modern() {
+		return nil
+	}
+	s.modernMu.Lock()
+	defer s.modernMu.Unlock()
+	if s.modernUp != nil || s.modernNo {
+		return s.modernUp
+	}
+	up := s.newModern()
+	if err := up.Start(ctx); err != nil {
+		_ = up.Close()
+		if errors.Is(err, upstream.ErrNotModern) {
+			s.modernNo = true
+			r.log.Debug("mcp server speaks only the session era; 2026-07-28 clients are bridged", "server", s.name)
+		} else {
+			r.log.Warn("starting the 2026-07-28 companion failed; bridging this call", "server", s.name, "err", err)
+		}
+		return nil
+	}
+	r.log.Info("mcp server speaks 2026-07-28: its modern clients get a process of that era", "server", s.name)
+	s.modernUp = up
+	return up
 }
 
 // Servers returns the server names, sorted.
@@ -305,6 +348,13 @@ func (r *Router) Close() error {
 		if err := s.up.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
 		}
+		s.modernMu.Lock()
+		if s.modernUp != nil {
+			if err := s.modernUp.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("mcp server %q (2026-07-28 process): %w", s.name, err))
+			}
+		}
+		s.modernMu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,8 @@ var (
 	// ErrStart marks a call that failed because its server could not be
 	// (re)started: the caller may take the server out of service.
 	ErrStart = errors.New("mcp server could not be started")
+	// ErrNotModern: a server required to speak 2026-07-28 does not.
+	ErrNotModern = errors.New("mcp server does not speak 2026-07-28")
 )
 
 // errNotSent: the process went down before the request was registered, so the

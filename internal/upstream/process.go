@@ -69,6 +69,7 @@ type process struct {
 
 	initialized atomic.Bool
 	initResult  json.RawMessage // set before the process is published
+	modern      bool            // speaks 2026-07-28 (answered server/discover); set before publishing
 	graceful    atomic.Bool     // a graceful terminate owns the group's SIGKILL
 
 	tail       ring
