@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ const (
 	cacheScope    = "private"
 )
 
-// ModernRequest is what a 2026-07-28 request says about its client.
+// modernSession is a session for one 2026-07-28 request, made of what the
+// request's _meta says about its client.
 func (g *Gateway) modernSession(params json.RawMessage) *Session {
 	meta := wire.Get(params, "_meta")
 	s := &Session{
@@ -125,7 +127,7 @@ func withCaching(r Reply, ttl int) Reply {
 	}
 	res := r.Result
 	if wire.Get(res, "ttlMs") == nil {
-		res, _ = wire.Set(res, "ttlMs", json.RawMessage(itoa(ttl)))
+		res, _ = wire.Set(res, "ttlMs", json.RawMessage(strconv.Itoa(ttl)))
 	}
 	if wire.Get(res, "cacheScope") == nil {
 		res, _ = wire.Set(res, "cacheScope", json.RawMessage(`"`+cacheScope+`"`))
@@ -135,8 +137,6 @@ func withCaching(r Reply, ttl int) Reply {
 	}
 	return r
 }
-
-func itoa(n int) string { return strings.TrimSpace(string(json.RawMessage(mustJSON(n)))) }
 
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
