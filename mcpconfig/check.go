@@ -32,7 +32,14 @@ const (
 // installCmd; a property whose value is null counts as absent. Names not in
 // any catalog pass: the gateway, which knows its catalog, decides. Every
 // object Check rejects, Parse rejects with the same message.
+//
+// A document in the mcpServers format gets all of Parse's rules for that
+// format, since none of them depends on the catalog.
 func Check(data []byte) error {
+	if servers, ok := isServersFile(data); ok {
+		_, _, err := parseServersFile(servers)
+		return err
+	}
 	cfg, err := parseObject(data)
 	if err != nil {
 		return err

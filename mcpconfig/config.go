@@ -7,14 +7,15 @@ import (
 	"strings"
 )
 
-// Kind says how a server entry was recognised. The contract's order is
-// GitHub key, then catalog name, then runCmd.
+// Kind says how a server entry was recognised. The order is GitHub key,
+// then catalog name, then url, then runCmd.
 type Kind string
 
 const (
 	KindGitHub  Kind = "github"  // key github/<owner>/<repo>
 	KindCatalog Kind = "catalog" // key is a catalog name
-	KindLocal   Kind = "local"   // any other key whose value has runCmd
+	KindRemote  Kind = "remote"  // any other key whose value has url; or an mcpServers url entry
+	KindLocal   Kind = "local"   // any other key whose value has runCmd; or an mcpServers command entry
 )
 
 // Server is one resolved server, ready to start.
@@ -25,17 +26,31 @@ type Server struct {
 	Kind Kind
 	// Command is the argv to exec. Catalog: the expanded command, e.g.
 	// ["npx","-y","@modelcontextprotocol/server-memory"]; GitHub and local:
-	// ["/bin/sh","-c",runCmd].
+	// ["/bin/sh","-c",runCmd]; an mcpServers command: [command, args...],
+	// without a shell. Nil for a remote server.
 	Command []string
 	// Env is the catalog entry's env overlaid by the entry's envs, to add to
-	// this server's environment only; nil when there is none.
+	// this server's environment only; nil when there is none. For a remote
+	// server, which has no process, it holds the values its header
+	// placeholders may name (see ResolveHeaders).
 	Env map[string]string
 	// Dir is the working directory: "/" for a local command; "" for a
 	// catalog server (inherit the gateway's) and for a GitHub server (the
-	// gateway runs it in its clone).
+	// gateway runs it in its clone); an mcpServers command's cwd ("" when
+	// not given).
 	Dir string
 	// GitHub is set for KindGitHub only.
 	GitHub *GitHub
+
+	// URL is a remote server's endpoint, http or https (KindRemote only).
+	URL string
+	// Headers are sent to a remote server with every request, as written:
+	// values may hold ${NAME} placeholders, which ResolveHeaders replaces.
+	// Nil when there are none.
+	Headers map[string]string
+	// Transport is a remote server's transport: TransportHTTP (streamable
+	// HTTP), TransportSSE (HTTP+SSE), or "" to detect it.
+	Transport string
 }
 
 // GitHub says where a GitHub server comes from and how to install it.
@@ -65,18 +80,27 @@ var (
 // means Builtin()), and resolves it into servers sorted by Name.
 //
 // It applies Check's rules and then its own: an entry must be a GitHub
-// server, a name in cat, or have runCmd; a catalog server's properties must
-// have their declared types and the required ones must be given; runCmd and
-// run_cmd (installCmd and install_cmd) given together must agree; no string
-// that reaches a command line or an environment may hold a NUL character.
+// server, a name in cat, have url (a remote server) or have runCmd; a
+// catalog server's properties must have their declared types and the
+// required ones must be given; runCmd and run_cmd (installCmd and
+// install_cmd) given together must agree; no string that reaches a command
+// line or an environment may hold a NUL character; a remote server's url,
+// headers and transport must be valid (see the package documentation).
 // Unknown properties and repeated keys are warnings. A null property counts
 // as absent.
+//
+// A document in the mcpServers format of Claude Desktop, Cursor and VS Code
+// ({"mcpServers": {...}}, or VS Code's {"servers": {...}}) is recognised
+// and converted into the same servers; see the package documentation.
 //
 // The error names the server and the property (see Error); it reports every
 // problem found. The warnings are returned even with an error.
 func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
 	if cat == nil {
 		cat = Builtin()
+	}
+	if servers, ok := isServersFile(data); ok {
+		return parseServersFile(servers)
 	}
 	cfg, err := parseObject(data)
 	if err != nil {
@@ -138,6 +162,10 @@ func resolve(e *entry, cat *Catalog) (s Server, known func(string) bool, errs []
 		s.Command = argv
 		s.Env = overlay(env, envs)
 		return s, func(p string) bool { _, ok := en.Properties[p]; return ok || p == "envs" }, errs
+	}
+	if e.has("url") {
+		s, errs1 := resolveRemote(e, envs)
+		return s, listed(remoteProps), append(errs, errs1...)
 	}
 	if e.has("runCmd") || e.has("run_cmd") {
 		runCmd, err := e.alias("runCmd", "run_cmd")

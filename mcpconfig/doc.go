@@ -20,13 +20,25 @@
 //     {"runCmd": ..., "installCmd"?: ..., "envs"?: {...}};
 //  2. a key in the [Catalog] is a catalog server: the value holds the
 //     entry's properties, and "envs";
-//  3. any other key whose value has "runCmd" is a local command, run with
+//  3. any other key whose value has "url" is a remote server:
+//     {"url": ..., "headers"?: {...}, "transport"?: "http"|"sse", "envs"?: {...}};
+//     header values may hold ${NAME} placeholders, which
+//     [Server.ResolveHeaders] fills from "envs" or from any other source;
+//  4. any other key whose value has "runCmd" is a local command, run with
 //     /bin/sh -c from /, with its "envs".
 //
 // Anything else is an error that lists the catalog's names. E2B's Python
 // spellings run_cmd and install_cmd are accepted for runCmd and installCmd.
 // Unknown properties are warnings, not errors, so an older gateway accepts
 // what a newer SDK sends.
+//
+// # The mcpServers format
+//
+// Parse also takes the configuration file of Claude Desktop, Cursor and
+// others, {"mcpServers": {"name": {"command", "args", "env", "cwd"} or
+// {"url" (or "serverUrl"), "headers", "type"}}}, and VS Code's
+// {"servers": {...}}, and converts it into the same [Server] values: a
+// command runs directly, without a shell.
 //
 // # Errors
 //

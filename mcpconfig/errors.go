@@ -24,12 +24,15 @@ type Error struct {
 	// Property is the property at fault ("runCmd", "envs", "paths"); "" for
 	// the entry as a whole.
 	Property string
-	// Env is the environment variable at fault inside "envs".
+	// Env is the environment variable at fault inside "envs" (or "env"),
+	// or the variable a header's placeholder names.
 	Env string
+	// Header is the header at fault inside "headers".
+	Header string
 	// Message is the text after the "mcp server <name>: " prefix.
 	Message string
-	// Err is the underlying cause, if any: a *json.SyntaxError, or
-	// ErrUnknownServer.
+	// Err is the underlying cause, if any: a *json.SyntaxError,
+	// ErrUnknownServer or ErrMissingSecret.
 	Err error
 }
 
@@ -45,7 +48,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Warning is a problem that does not stop the gateway, such as an unknown
 // property (kept a warning so an older gateway accepts what a newer SDK sends).
 type Warning struct {
-	Server   string
+	Server   string // "" for a warning about the document as a whole
 	Property string // "" when the warning is about the entry as a whole
 	Message  string // e.g. `unknown property "foo" ignored`
 }
@@ -54,6 +57,9 @@ type Warning struct {
 //
 //	mcp server "memory": unknown property "foo" ignored
 func (w Warning) String() string {
+	if w.Server == "" {
+		return "mcp: " + w.Message
+	}
 	return "mcp server " + quoteName(w.Server) + ": " + w.Message
 }
 

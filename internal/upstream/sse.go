@@ -40,7 +40,7 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, limit int, findID bool) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), limit: limit, findID: findID}
+	return &sseReader{br: bufio.NewReaderSize(r, 4<<10), limit: limit, findID: findID}
 }
 
 // next returns the next event that carries data. Its error is the stream's:
@@ -134,6 +134,13 @@ func (r *sseReader) next() (*sseEvent, error) {
 	}
 }
 
+// reset continues reading on a resumed stream, keeping the last event id
+// and retry.
+func (r *sseReader) reset(body io.Reader) {
+	r.br.Reset(body)
+	r.skipLF, r.received = false, false
+}
+
 // splitField splits "field: value" (one space after the colon is dropped).
 func splitField(line []byte) (string, []byte) {
 	i := bytes.IndexByte(line, ':')
@@ -147,10 +154,10 @@ func splitField(line []byte) (string, []byte) {
 	return string(line[:i]), value
 }
 
-// readLine reads one line, without its end, into a new slice of at most max
-// bytes. A longer line is returned cut with long set; the rest of it stays to
-// be read by drainLine.
-func (r *sseReader) readLine(max int) (line []byte, long bool, err error) {
+// readLine reads one line, without its end, into a new slice of at most
+// maxLen bytes. A longer line is returned cut with long set; the rest of it
+// stays to be read by drainLine.
+func (r *sseReader) readLine(maxLen int) (line []byte, long bool, err error) {
 	for {
 		if r.br.Buffered() == 0 {
 			if _, err := r.br.Peek(1); err != nil {
@@ -173,7 +180,7 @@ func (r *sseReader) readLine(max int) (line []byte, long bool, err error) {
 		if i >= 0 {
 			chunk = buf[:i]
 		}
-		if room := max - len(line); len(chunk) > room {
+		if room := maxLen - len(line); len(chunk) > room {
 			line = append(line, chunk[:room]...)
 			r.br.Discard(room) //nolint:errcheck // buffered
 			return line, true, nil
@@ -272,6 +279,7 @@ func (s *idScanner) step(c byte) {
 		case s.readingKey:
 			s.readingKey, s.lastKey = false, string(s.key)
 		}
+		s.checkLength()
 		return
 	}
 	switch c {
@@ -315,8 +323,16 @@ func (s *idScanner) step(c byte) {
 			s.value = append(s.value, c)
 		}
 	}
+	s.checkLength()
+}
+
+// checkLength gives up on an id too long to be one of ours.
+func (s *idScanner) checkLength() {
 	if len(s.value) > maxIDBytes {
 		s.capturing, s.value = false, nil
+	}
+	if len(s.key) > maxIDBytes {
+		s.readingKey, s.key = false, nil
 	}
 }
 

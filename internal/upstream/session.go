@@ -1,0 +1,953 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+const (
+	acceptPOST = "application/json, text/event-stream"
+	acceptSSE  = "text/event-stream"
+	// errorBodyBytes of an unexpected response are read, for its message.
+	errorBodyBytes = 64 << 10
+)
+
+// session is one MCP session with a remote server, on either transport. It
+// is never re-established; HTTP replaces it.
+//
+// Goroutines and their owner: the session's wg holds the reader of every
+// stream (the GET stream, the legacy event stream, the response stream of
+// each call), the handlers of the server's requests and the background
+// posts (answers, notifications/cancelled). All end when ctx does; shutdown
+// cancels it and waits for them.
+type session struct {
+	h        *HTTP
+	sse      bool     // the legacy HTTP+SSE transport
+	endpoint *url.URL // where messages are POSTed
+
+	ctx    context.Context // ends when the session stops
+	cancel context.CancelFunc
+	// listenCtx ends the GET stream, also when the session merely expired.
+	listenCtx  context.Context
+	stopListen context.CancelFunc
+	wg         sync.WaitGroup
+
+	initResult json.RawMessage // set before the session is published
+
+	mu       sync.Mutex
+	id       string // Mcp-Session-Id
+	version  string // the negotiated version, sent as MCP-Protocol-Version once known
+	pending  map[uint64]*remoteCall
+	incoming map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
+	end      *sessionEnd                        // why it went down
+	finished bool                               // stopped: ctx cancelled, pending calls failed
+	idle     *sync.Cond                         // on mu: pending shrank or the session stopped
+	isDown   atomic.Bool                        // end != nil, for the lock-free fast path
+}
+
+// remoteCall is a call waiting for its response.
+type remoteCall struct {
+	method string
+	ch     chan callOutcome // buffered: one outcome
+}
+
+type callOutcome struct {
+	resp Response
+	err  error
+}
+
+// sessionEnd says why a session went down, for the calls it fails.
+//
+// An expired session (the server answered 404 for it) takes no new calls,
+// but the calls in flight keep their own exchanges: each ends with its
+// response, its own 404 (then it is sent again on a new session) or the end
+// of its stream. A closed session, or a legacy one whose event stream ended,
+// stops at once and fails its calls.
+type sessionEnd struct {
+	closed  bool   // the upstream was closed
+	phrase  string // what the server did: "ended the session (HTTP 404)"
+	expired bool   // the server forgot the session; it needs no DELETE
+}
+
+func newSession(h *HTTP, sse bool, endpoint *url.URL) *session {
+	s := &session{
+		h:        h,
+		sse:      sse,
+		endpoint: endpoint,
+		pending:  make(map[uint64]*remoteCall),
+		incoming: make(map[string]context.CancelCauseFunc),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.listenCtx, s.stopListen = context.WithCancel(s.ctx)
+	s.idle = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *session) name() string { return s.h.opts.Name }
+
+// initialize performs the MCP handshake on a new session.
+func (s *session) initialize(ctx context.Context) error {
+	resp, err := s.call(ctx, "initialize", s.h.initParams)
+	switch {
+	case errors.Is(err, errSessionExpired) || errors.Is(err, errNotSent):
+		return s.endError("initialize")
+	case isContextError(err):
+		return fmt.Errorf("mcp server %q did not answer initialize at %s: %w", s.name(), redactURL(s.h.url), err)
+	case err != nil:
+		return err
+	case resp.Error != nil:
+		return fmt.Errorf("mcp server %q refused initialize: %w; check its url and headers", s.name(), wire.DecodeError(resp.Error))
+	}
+	var result struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(resp.Result, &result); err != nil || result.ProtocolVersion == "" {
+		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered initialize wrongly: its result has no protocolVersion: %.200s; is it an MCP server?", s.name(), resp.Result)
+	}
+	if result.ProtocolVersion != s.h.opts.ProtocolVersion {
+		s.h.log.Debug(fmt.Sprintf("mcp server %q chose protocol version %s", s.name(), result.ProtocolVersion), "asked", s.h.opts.ProtocolVersion)
+	}
+	s.initResult = resp.Result
+	s.mu.Lock()
+	s.version = result.ProtocolVersion
+	s.mu.Unlock()
+	err = s.postMessage(ctx, "notifications/initialized", wire.AppendNotification(nil, "notifications/initialized", nil))
+	if errors.Is(err, errSessionExpired) {
+		return s.endError("notifications/initialized")
+	}
+	return err
+}
+
+// call sends one request and waits for its response. Its errors are
+// complete messages, except errNotSent and errSessionExpired (the request
+// was not processed; HTTP retries on a new session) and ctx's.
+func (s *session) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
+	id := s.h.nextID.Add(1)
+	c := &remoteCall{method: method, ch: make(chan callOutcome, 1)}
+	s.mu.Lock()
+	if s.end != nil {
+		s.mu.Unlock()
+		return Response{}, errNotSent
+	}
+	s.pending[id] = c
+	s.mu.Unlock()
+
+	// The request and its response stream end when the call returns, when
+	// ctx ends, or when the session goes down.
+	reqCtx, cancelReq := context.WithCancel(ctx)
+	defer cancelReq()
+	defer context.AfterFunc(s.ctx, cancelReq)()
+
+	body := wire.AppendIntRequest(nil, id, method, params)
+	var err error
+	if s.sse {
+		err = s.postMessage(reqCtx, method, body)
+	} else {
+		err = s.exchange(reqCtx, id, method, body)
+	}
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return s.abandon(ctx, id, c)
+		case errors.Is(err, errSessionExpired): // not processed: HTTP retries it
+			s.take(id, c)
+			return Response{}, errSessionExpired
+		case isContextError(err): // the session went down under the request
+			if r, ok := s.take(id, c); ok {
+				return r.resp, r.err
+			}
+			return Response{}, s.endError(method)
+		}
+		if r, ok := s.take(id, c); ok {
+			return r.resp, r.err // answered after all (a JSON-RPC error body)
+		}
+		return Response{}, err
+	}
+	select {
+	case r := <-c.ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return s.abandon(ctx, id, c)
+	}
+}
+
+// take removes a pending call and reports the outcome already delivered to
+// it, if any.
+func (s *session) take(id uint64, c *remoteCall) (callOutcome, bool) {
+	if !s.forget(id) {
+		return <-c.ch, true // delivered or about to be
+	}
+	select {
+	case r := <-c.ch:
+		return r, true
+	default:
+		return callOutcome{}, false
+	}
+}
+
+// abandon ends a call whose ctx is done: unless its outcome arrived
+// meanwhile, the server is told the caller gave up.
+func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (Response, error) {
+	if !s.forget(id) {
+		r := <-c.ch
+		return r.resp, r.err
+	}
+	if c.method != "initialize" { // which a client must not cancel
+		reason := context.Cause(ctx).Error()
+		s.goBackground(func() { s.sendCancelled(id, reason) })
+	}
+	return Response{}, ctx.Err()
+}
+
+func (s *session) forget(id uint64) bool {
+	s.mu.Lock()
+	_, ok := s.pending[id]
+	delete(s.pending, id)
+	s.idle.Broadcast()
+	s.mu.Unlock()
+	return ok
+}
+
+// resolve delivers an outcome to a pending call; false if none is waiting.
+func (s *session) resolve(id uint64, r callOutcome) bool {
+	s.mu.Lock()
+	c := s.pending[id]
+	delete(s.pending, id)
+	s.idle.Broadcast()
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.ch <- r
+	return true
+}
+
+func (s *session) pendingMethod(id uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.pending[id]; c != nil {
+		return c.method
+	}
+	return ""
+}
+
+func cancelledParams(id uint64, reason string) []byte {
+	params := make([]byte, 0, 64+len(reason))
+	params = append(params, `{"requestId":`...)
+	params = strconv.AppendUint(params, id, 10)
+	params = append(params, `,"reason":`...)
+	params = wire.AppendString(params, reason)
+	return append(params, '}')
+}
+
+func (s *session) sendCancelled(id uint64, reason string) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.h.opts.Timeout)
+	defer cancel()
+	body := wire.AppendNotification(nil, "notifications/cancelled", cancelledParams(id, reason))
+	if err := s.postMessage(ctx, "notifications/cancelled", body); err != nil && s.ctx.Err() == nil {
+		s.h.log.Debug(fmt.Sprintf("mcp server %q: sending notifications/cancelled failed", s.name()), "err", err)
+	}
+}
+
+// exchange POSTs a request over streamable HTTP and handles the answer: a
+// JSON body is delivered at once, an event stream is read in the background
+// until the response arrives.
+func (s *session) exchange(ctx context.Context, id uint64, method string, body []byte) error {
+	resp, err := s.do(ctx, http.MethodPost, body, "")
+	if err != nil {
+		return s.transportError(method, err)
+	}
+	if method == "initialize" {
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			s.mu.Lock()
+			s.id = sid
+			s.mu.Unlock()
+		}
+	}
+	if err := s.checkStatus(resp, method, id); err != nil {
+		return err
+	}
+	switch ct := mediaType(resp.Header.Get("Content-Type")); {
+	case ct == "text/event-stream":
+		if !s.goBackground(func() { s.readResponseStream(ctx, resp, id, method) }) {
+			resp.Body.Close()
+			return context.Canceled // the session went down
+		}
+		return nil
+	case ct == "application/json":
+		defer resp.Body.Close()
+		data, err := readCapped(resp.Body, s.h.opts.MaxResponseBytes)
+		if err != nil {
+			return s.readError(method, err)
+		}
+		msg, err := wire.Parse(data)
+		if err != nil {
+			return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
+		}
+		if got := s.dispatch(msg); got != id {
+			return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
+		}
+		return nil
+	case resp.StatusCode == http.StatusAccepted:
+		resp.Body.Close()
+		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered the request %s with 202 Accepted and no response", s.name(), method)
+	default:
+		resp.Body.Close()
+		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
+	}
+}
+
+// readResponseStream reads a call's event stream until its response
+// arrives. A stream that ends first is resumed with GET and Last-Event-ID,
+// as 2025-11-25 servers may close it and let the client poll.
+func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string) {
+	sr := newSSEReader(resp.Body, s.h.opts.MaxResponseBytes, false)
+	fruitless := 0
+	for {
+		answered, err := s.consume(sr, id)
+		resp.Body.Close()
+		if answered || ctx.Err() != nil {
+			return // the call side reports an abandoned call
+		}
+		if sr.received {
+			fruitless = 0
+		} else {
+			fruitless++
+		}
+		if sr.lastID == "" || fruitless > resumeAttempts {
+			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
+				"mcp server %q closed the response stream of %s before answering (%v)", s.name(), method, streamEnd(err))})
+			return
+		}
+		if !sleep(ctx, retryDelay(sr.retry)) {
+			return
+		}
+		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.resolve(id, callOutcome{err: s.transportError(method, err)})
+			}
+			return
+		}
+		if err := s.checkStatus(resp, method, 0); err != nil {
+			if errors.Is(err, errSessionExpired) {
+				err = s.endError(method)
+			}
+			s.resolve(id, callOutcome{err: fmt.Errorf("mcp server %q: resuming the response stream of %s: %w", s.name(), method, err)})
+			return
+		}
+		if ct := mediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+			resp.Body.Close()
+			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
+				"mcp server %q resumed the response stream of %s with Content-Type %q", s.name(), method, ct)})
+			return
+		}
+		sr.reset(resp.Body)
+	}
+}
+
+func streamEnd(err error) string {
+	if err == nil || err == io.EOF {
+		return "end of stream"
+	}
+	return err.Error()
+}
+
+// consume reads events from a stream and dispatches their messages. With
+// awaited set (a call's response stream) it returns once that response has
+// been delivered, answered true; otherwise when the stream ends.
+func (s *session) consume(sr *sseReader, awaited uint64) (answered bool, err error) {
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			return false, err
+		}
+		if ev.name != "" && ev.name != "message" {
+			continue
+		}
+		if ev.oversize {
+			if s.oversize(ev, awaited) {
+				return true, nil
+			}
+			continue
+		}
+		msg, err := wire.Parse(ev.data)
+		if err != nil {
+			s.h.log.Warn(fmt.Sprintf("mcp server %q sent an event that is not a JSON-RPC message; ignored", s.name()), "err", err, "data", preview(ev.data))
+			continue
+		}
+		if got := s.dispatch(msg); awaited != 0 && got == awaited {
+			return true, nil
+		}
+	}
+}
+
+// oversize handles an event longer than MaxResponseBytes: it fails the call
+// it answers (the stream's own call, or the one its id names on the legacy
+// stream) and tells the server to stop working on it. It reports whether the
+// awaited call was failed.
+func (s *session) oversize(ev *sseEvent, awaited uint64) bool {
+	id := awaited
+	if id == 0 {
+		id, _ = parseID(ev.id)
+	}
+	method := s.pendingMethod(id)
+	if id == 0 || method == "" {
+		s.h.log.Warn(fmt.Sprintf("mcp server %q sent a message longer than %d bytes that answers no call; ignored", s.name(), s.h.opts.MaxResponseBytes))
+		return false
+	}
+	if s.resolve(id, callOutcome{err: s.tooLarge(method)}) {
+		s.goBackground(func() { s.sendCancelled(id, "the response is over the gateway's size limit") })
+	}
+	return awaited != 0
+}
+
+func (s *session) tooLarge(method string) error {
+	return newRemoteError([]error{ErrResponseTooLarge}, "mcp server %q answered %s with more than %d bytes, the gateway's limit for one response; the call failed", s.name(), method, s.h.opts.MaxResponseBytes)
+}
+
+func (s *session) readError(method string, err error) error {
+	if errors.Is(err, errTooLarge) {
+		return s.tooLarge(method)
+	}
+	if isContextError(err) {
+		return err
+	}
+	return fmt.Errorf("mcp server %q: reading the answer to %s: %w", s.name(), method, err)
+}
+
+// dispatch routes one message from the server and returns the id of the
+// call it answered, if any.
+func (s *session) dispatch(msg *wire.Message) uint64 {
+	switch {
+	case msg.IsResponse():
+		return s.deliver(msg)
+	case msg.IsRequest():
+		s.serveRequest(msg)
+	default:
+		s.notification(msg)
+	}
+	return 0
+}
+
+func (s *session) deliver(msg *wire.Message) uint64 {
+	id, ok := parseID(msg.ID)
+	var r callOutcome
+	if msg.Error != nil {
+		r.resp.Error = msg.Error
+	} else {
+		r.resp.Result = msg.Result
+	}
+	if !ok || !s.resolve(id, r) {
+		// Most often the late answer to a call whose caller gave up.
+		level := slog.LevelDebug
+		if !ok || id > s.h.nextID.Load() {
+			level = slog.LevelWarn
+		}
+		s.h.log.Log(context.Background(), level, fmt.Sprintf("mcp server %q answered an unknown request id; ignored", s.name()), "id", string(msg.ID))
+		return 0
+	}
+	return id
+}
+
+func (s *session) notification(msg *wire.Message) {
+	if msg.Method == "notifications/cancelled" && s.cancelIncoming(msg.Params) {
+		return
+	}
+	if h := s.h.opts.OnNotification; h != nil {
+		h(msg.Method, msg.Params)
+	}
+}
+
+// serveRequest answers a server-to-client request on its own goroutine and
+// POSTs the answer back.
+func (s *session) serveRequest(msg *wire.Message) {
+	key := string(msg.ID)
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		cancel(nil)
+		return
+	}
+	s.incoming[key] = cancel
+	s.wg.Go(func() {
+		result, rpcErr := s.h.answer(ctx, msg.Method, msg.Params)
+		s.mu.Lock()
+		delete(s.incoming, key)
+		s.mu.Unlock()
+		cancelled := errors.Is(context.Cause(ctx), errServerCancelled)
+		cancel(nil)
+		if cancelled || s.ctx.Err() != nil {
+			return // a cancelled request gets no response
+		}
+		var body []byte
+		if rpcErr != nil {
+			body = wire.AppendError(nil, msg.ID, rpcErr)
+		} else {
+			body = wire.AppendResult(nil, msg.ID, result)
+		}
+		pctx, pcancel := context.WithTimeout(s.ctx, s.h.opts.Timeout)
+		defer pcancel()
+		if err := s.postMessage(pctx, "the answer to "+msg.Method, body); err != nil && s.ctx.Err() == nil {
+			s.h.log.Warn(fmt.Sprintf("mcp server %q: sending the answer to its %s request failed", s.name(), msg.Method), "err", err)
+		}
+	})
+}
+
+// cancelIncoming ends the handler of a server-to-client request the server
+// has cancelled; false when no such request is being served.
+func (s *session) cancelIncoming(params json.RawMessage) bool {
+	start, end, ok, err := wire.Member(params, "requestId")
+	if err != nil || !ok {
+		return false
+	}
+	s.mu.Lock()
+	cancel := s.incoming[string(bytes.TrimSpace(params[start:end]))]
+	s.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errServerCancelled)
+	return true
+}
+
+// postMessage POSTs a message that gets no response in the HTTP answer: a
+// notification, an answer to the server, or (legacy transport) a request,
+// whose response comes on the event stream.
+func (s *session) postMessage(ctx context.Context, what string, body []byte) error {
+	resp, err := s.do(ctx, http.MethodPost, body, "")
+	if err != nil {
+		return s.transportError(what, err)
+	}
+	defer resp.Body.Close()
+	if err := s.checkStatus(resp, what, 0); err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyBytes)) //nolint:errcheck // lets the connection be reused
+	return nil
+}
+
+// do sends one HTTP request of the session: POST a message to the endpoint,
+// GET a stream (resuming after lastEventID if set), or DELETE the session.
+func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+	target := s.h.url
+	if method == http.MethodPost && s.endpoint != nil {
+		target = s.endpoint
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range s.h.headers {
+		req.Header[k] = v
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "mcp-gateway")
+	}
+	switch method {
+	case http.MethodPost:
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", acceptPOST)
+	case http.MethodGet:
+		req.Header.Set("Accept", acceptSSE)
+		req.Header.Set("Cache-Control", "no-cache")
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	if !s.sse {
+		s.mu.Lock()
+		id, version := s.id, s.version
+		s.mu.Unlock()
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+		}
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+	}
+	return s.h.client.Do(req)
+}
+
+// checkStatus turns an HTTP answer that is not 2xx into an error (and
+// closes its body). A 404 for the session (and a 400 that says the session
+// is unknown, as servers built on the TypeScript SDK's example answer) ends
+// the session and returns errSessionExpired. For a call (id set), a JSON-RPC
+// error in the body that answers it is delivered as its response, and
+// checkStatus returns a placeholder error the caller discards.
+func (s *session) checkStatus(resp *http.Response, what string, id uint64) error {
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	defer resp.Body.Close()
+	hasSession := s.sessionID() != "" || s.sse && s.endpoint != nil
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return s.credentialsError(resp)
+	case code == http.StatusNotFound && hasSession:
+		s.expire()
+		return errSessionExpired
+	case code >= 300 && code < 400:
+		loc := ""
+		if u, err := resp.Location(); err == nil {
+			loc = " to " + redactURL(u)
+		}
+		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q redirects%s (HTTP %s); set its url to the address it redirects to", s.name(), loc, statusText(resp))
+	}
+	data, _ := readCapped(resp.Body, errorBodyBytes)
+	if code == http.StatusBadRequest && hasSession && bytes.Contains(bytes.ToLower(data), []byte("session")) {
+		s.expire()
+		return errSessionExpired
+	}
+	if id != 0 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {
+		if msg, err := wire.Parse(data); err == nil && msg.IsResponse() {
+			if got, ok := parseID(msg.ID); ok && got == id && s.deliver(msg) == id {
+				return errAnswered
+			}
+		}
+	}
+	return fmt.Errorf("mcp server %q answered %s with %w", s.name(), what, &statusError{code: code, status: statusText(resp), preview: preview(data)})
+}
+
+// errAnswered: checkStatus delivered the call's response from an error body.
+var errAnswered = errors.New("answered in the error body")
+
+func (s *session) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+func (s *session) credentialsError(resp *http.Response) error {
+	hint := ""
+	if c := resp.Header.Get("WWW-Authenticate"); c != "" {
+		hint = fmt.Sprintf(" (it asks for: %s)", preview([]byte(c)))
+	}
+	return newRemoteError([]error{ErrCredentials}, "mcp server %q refused the credentials (HTTP %d); check its headers%s", s.name(), resp.StatusCode, hint)
+}
+
+func (s *session) transportError(what string, err error) error {
+	err = netError(err)
+	if isContextError(err) {
+		return err
+	}
+	var refused *netguard.RefusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("mcp server %q: %s: the gateway refuses to connect to %s: %w", s.name(), what, redactURL(s.h.url), refused)
+	}
+	return fmt.Errorf("mcp server %q: %s: cannot reach %s: %w", s.name(), what, redactURL(s.h.url), err)
+}
+
+// endError is the error of a call the session's end cut off.
+func (s *session) endError(method string) error {
+	s.mu.Lock()
+	end := s.end
+	s.mu.Unlock()
+	if end == nil || end.closed {
+		return s.h.closedError()
+	}
+	return newRemoteError([]error{ErrSessionEnded}, "mcp server %q %s during %s; the next call starts a new session", s.name(), end.phrase, method)
+}
+
+// stop takes the session down: no new calls are accepted. Unless end is an
+// expiry, every stream and handler is cancelled and pending calls fail. It
+// reports whether the session was up.
+func (s *session) stop(end *sessionEnd) bool {
+	s.mu.Lock()
+	wasUp := s.end == nil
+	if wasUp || end.closed {
+		s.end = end
+		s.isDown.Store(true)
+	}
+	if end.expired || s.finished {
+		s.mu.Unlock()
+		s.stopListen()
+		return wasUp
+	}
+	s.finished = true
+	pending := s.pending
+	s.pending = map[uint64]*remoteCall{}
+	s.idle.Broadcast()
+	s.mu.Unlock()
+	s.cancel()
+	for _, c := range pending {
+		c.ch <- callOutcome{err: s.endError(c.method)}
+	}
+	return wasUp
+}
+
+// expire marks a session the server no longer knows.
+func (s *session) expire() {
+	if s.stop(&sessionEnd{phrase: "ended the session (HTTP 404)", expired: true}) {
+		s.h.log.Info(fmt.Sprintf("mcp server %q ended the session", s.name()))
+	}
+}
+
+// retire shuts down a session that went down, once its calls in flight
+// have ended (an expired session lets them finish), or at once if it is
+// stopped meanwhile (Close).
+func (s *session) retire() {
+	s.mu.Lock()
+	for len(s.pending) > 0 && !s.finished {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	s.shutdown(false)
+}
+
+// shutdown stops the session and waits for its goroutines. With del, a
+// session the server still knows is told goodbye, best effort and within
+// Timeout: its calls in flight are cancelled (servers may hold a DELETE
+// until their handlers return), then the session is ended with DELETE.
+func (s *session) shutdown(del bool) {
+	s.mu.Lock()
+	alive := s.end == nil
+	var inflight []uint64
+	for id, c := range s.pending {
+		if c.method != "initialize" {
+			inflight = append(inflight, id)
+		}
+	}
+	s.mu.Unlock()
+	s.stop(&sessionEnd{closed: true})
+	if del && alive {
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.Timeout)
+		s.goodbye(ctx, inflight)
+		cancel()
+	}
+	s.wg.Wait()
+}
+
+func (s *session) goodbye(ctx context.Context, inflight []uint64) {
+	var wg sync.WaitGroup
+	for _, id := range inflight {
+		wg.Go(func() {
+			body := wire.AppendNotification(nil, "notifications/cancelled", cancelledParams(id, "the gateway closed its connection to the server"))
+			s.postMessage(ctx, "notifications/cancelled", body) //nolint:errcheck // best effort
+		})
+	}
+	wg.Wait()
+	if s.sse || s.sessionID() == "" {
+		return
+	}
+	if resp, err := s.do(ctx, http.MethodDelete, nil, ""); err == nil {
+		resp.Body.Close()
+	} else {
+		s.h.log.Debug(fmt.Sprintf("mcp server %q: DELETE of the session failed", s.name()), "err", netError(err))
+	}
+}
+
+// goBackground runs f on a goroutine owned by the session, unless the
+// session is down.
+func (s *session) goBackground(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// listen keeps the GET stream of streamable HTTP open for the server's
+// requests and notifications between calls, reconnecting (after
+// Last-Event-ID, when the server gives event ids) until the session ends.
+// A server that offers no GET stream (405) is left alone.
+//
+// ready is closed once the first attempt has been answered (or has failed),
+// so that Start returns with the stream open and a request the server sends
+// at once is not lost.
+func (s *session) listen(ready chan<- struct{}) {
+	ctx := s.listenCtx
+	lastID, retry, backoff := "", time.Duration(0), defaultRetry
+	for {
+		attempt, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(s.h.opts.Timeout, cancel) // bounds the wait for the answer's headers
+		resp, err := s.do(attempt, http.MethodGet, nil, lastID)
+		timer.Stop()
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
+		delay := backoff
+		switch {
+		case ctx.Err() != nil:
+			cancel()
+			if err == nil {
+				resp.Body.Close()
+			}
+			if ready != nil {
+				close(ready)
+			}
+			return
+		case err != nil:
+			s.h.log.Debug(fmt.Sprintf("mcp server %q: opening the GET stream failed", s.name()), "err", netError(err))
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			resp.Body.Close()
+			cancel()
+			s.h.log.Debug(fmt.Sprintf("mcp server %q offers no GET stream", s.name()))
+			return
+		case resp.StatusCode < 200 || resp.StatusCode > 299:
+			err := s.checkStatus(resp, "the GET stream", 0)
+			cancel()
+			if errors.Is(err, errSessionExpired) {
+				return
+			}
+			if errors.Is(err, ErrCredentials) {
+				s.h.log.Warn(err.Error() + "; its GET stream stays closed")
+				return
+			}
+			s.h.log.Debug(fmt.Sprintf("mcp server %q: opening the GET stream failed", s.name()), "err", err)
+		case mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
+			resp.Body.Close()
+			cancel()
+			s.h.log.Debug(fmt.Sprintf("mcp server %q answered its GET stream with Content-Type %q; not listening", s.name(), resp.Header.Get("Content-Type")))
+			return
+		default:
+			sr := newSSEReader(resp.Body, s.h.opts.MaxResponseBytes, false)
+			sr.lastID = lastID
+			s.consume(sr, 0) //nolint:errcheck // any end of the stream means reconnect
+			resp.Body.Close()
+			lastID = sr.lastID
+			if sr.retry > 0 {
+				retry = sr.retry
+			}
+			if sr.received {
+				backoff, delay = defaultRetry, retryDelay(retry)
+			}
+		}
+		cancel()
+		if !sleep(ctx, delay) {
+			return
+		}
+		backoff = min(backoff*2, listenRetryMax)
+	}
+}
+
+// openLegacyStream opens the HTTP+SSE event stream and waits, within ctx,
+// for its endpoint event; the stream then lives as long as the session.
+func (s *session) openLegacyStream(ctx context.Context) error {
+	stopWaiting := context.AfterFunc(ctx, s.cancel)
+	resp, err := s.do(s.ctx, http.MethodGet, nil, "")
+	if err != nil {
+		stopWaiting()
+		if ctx.Err() != nil {
+			return fmt.Errorf("mcp server %q did not open its event stream at %s: %w", s.name(), redactURL(s.h.url), ctx.Err())
+		}
+		return s.transportError("opening the event stream", err)
+	}
+	fail := func(err error) error {
+		resp.Body.Close()
+		stopWaiting()
+		if ctx.Err() != nil {
+			return fmt.Errorf("mcp server %q sent no endpoint event at %s: %w", s.name(), redactURL(s.h.url), ctx.Err())
+		}
+		return err
+	}
+	if err := s.checkStatus(resp, "the GET of its event stream", 0); err != nil {
+		return fail(err)
+	}
+	if ct := mediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered the GET of its event stream with Content-Type %q; want text/event-stream", s.name(), ct))
+	}
+	sr := newSSEReader(resp.Body, s.h.opts.MaxResponseBytes, true)
+	ev, err := sr.next()
+	if err != nil {
+		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q closed its event stream before sending the endpoint event (%v)", s.name(), streamEnd(err)))
+	}
+	if ev.name != "endpoint" || ev.oversize {
+		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q began its event stream with a %q event; the HTTP+SSE transport begins with \"endpoint\"", s.name(), ev.name))
+	}
+	endpoint, err := s.h.url.Parse(strings.TrimSpace(string(ev.data)))
+	if err != nil {
+		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q sent an invalid endpoint: %v", s.name(), netError(err)))
+	}
+	if endpoint.Scheme != s.h.url.Scheme || endpoint.Host != s.h.url.Host {
+		// The configured headers (credentials) must not go to another origin.
+		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q sent an endpoint on another origin (%s); refused", s.name(), redactURL(endpoint)))
+	}
+	if !stopWaiting() {
+		resp.Body.Close()
+		return fmt.Errorf("mcp server %q: opening the event stream: %w", s.name(), ctx.Err())
+	}
+	s.endpoint = endpoint
+	if !s.goBackground(func() { s.readLegacyStream(sr, resp.Body) }) {
+		resp.Body.Close()
+		return s.endError("initialize")
+	}
+	return nil
+}
+
+// readLegacyStream reads the HTTP+SSE event stream, the only way the server
+// talks to the client; when it ends, the session is down.
+func (s *session) readLegacyStream(sr *sseReader, body io.ReadCloser) {
+	_, err := s.consume(sr, 0)
+	body.Close()
+	if s.ctx.Err() != nil {
+		return
+	}
+	end := streamEnd(err)
+	if s.stop(&sessionEnd{phrase: "closed its event stream (" + end + ")"}) {
+		s.h.log.Warn(fmt.Sprintf("mcp server %q closed its event stream (%s); the next call reconnects", s.name(), end))
+	}
+}
+
+var errTooLarge = errors.New("body over the size limit")
+
+// readCapped reads a body of at most limit bytes.
+func readCapped(r io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// mediaType returns the lower-cased media type of a Content-Type value.
+func mediaType(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
+}
+
+func retryDelay(retry time.Duration) time.Duration {
+	if retry <= 0 {
+		return defaultRetry
+	}
+	return min(retry, listenRetryMax)
+}
+
+// sleep waits d unless ctx ends first; false if it did.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
