@@ -255,7 +255,7 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks ga
 		Dir:        s.Dir,
 		Env:        env,
 		Stderr:     serverLog,
-		Logger:     logger.With("server", s.Name),
+		Logger:     logger,
 		ClientInfo: json.RawMessage(fmt.Sprintf(`{"name":"mcp-gateway","version":%q}`, version())),
 		// A stdio server is shared by every client, so it is offered every
 		// client capability the gateway can route; a request for one the

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -21,6 +24,8 @@ type call struct {
 
 	progressToken json.RawMessage // the client's token, nil without one
 	gwToken       string          // the token the server sees instead
+
+	parked atomic.Bool // waiting for a 2026-07-28 client's input
 }
 
 // forward sends a request to srv on behalf of the session's client and
@@ -39,6 +44,9 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	g := s.gw
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if stream == nil {
+		stream = noStream{}
+	}
 	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel}
 
 	// Progress tokens are the client's own and may collide with another
@@ -190,6 +198,9 @@ func (srv *server) callerOf() (*call, error) {
 	defer srv.activeMu.Unlock()
 	var chosen *call
 	for c := range srv.active {
+		if c.parked.Load() {
+			continue
+		}
 		if chosen != nil && chosen.sess != c.sess {
 			return nil, fmt.Errorf("calls of several clients are in flight on mcp server %q, so the gateway cannot tell which client it is for", srv.name)
 		}
@@ -218,24 +229,94 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if !known {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
 	}
-	c, err := srv.callerOf()
+	c, sess, err := g.targetOf(srv, method)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
-	if !c.sess.hasCapability(capability) {
-		if c.sess.modern {
+	if missing := sess.lacks(method, params); missing != "" {
+		if sess.modern && c != nil {
 			// The 2026-07-28 answer: the client's request fails with
 			// MissingRequiredClientCapabilities.
 			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
-			c.sess.failModern(&wire.Error{Code: codeMissingRequiredClientCapabilities,
-				Message: fmt.Sprintf("the server needs the client capability %q for %s, which the client did not declare", capability, method), Data: data})
+			sess.failModern(&wire.Error{Code: codeMissingRequiredClientCapabilities,
+				Message: fmt.Sprintf("the server needs the client capability %q for %s, which the client did not declare", missing, method), Data: data})
 		}
-		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, capability)
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
 	}
-	if c.sess.modern {
-		return c.sess.askModern(ctx, method, params)
+	if sess.modern {
+		if c == nil {
+			return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: a %s client can only be asked during its own call", method, ModernVersion)
+		}
+		c.parked.Store(true) // waiting for the client: not "in flight" for routing
+		defer c.parked.Store(false)
+		return sess.askModern(ctx, method, params)
 	}
-	return c.sess.request(ctx, c.stream, method, params)
+	var stream Stream
+	if c != nil {
+		stream = c.stream
+	}
+	return sess.request(ctx, stream, method, params)
+}
+
+// rootsAttribution is how long after a client says its roots changed a
+// server's roots/list is taken to be for that client.
+const rootsAttribution = 10 * time.Second
+
+// targetOf chooses the client a server's request is for: the client that
+// just announced new roots (for roots/list), else the one client with calls
+// in flight on the server, else the gateway's only session-era client.
+func (g *Gateway) targetOf(srv *server, method string) (*call, *Session, error) {
+	if method == "roots/list" {
+		srv.activeMu.Lock()
+		owner, at := srv.rootsOwner, srv.rootsAt
+		srv.activeMu.Unlock()
+		if owner != nil && time.Since(at) < rootsAttribution {
+			return nil, owner, nil
+		}
+	}
+	c, err := srv.callerOf()
+	if err == nil {
+		return c, c.sess, nil
+	}
+	var only *Session
+	for _, s := range g.sessionList() {
+		if s.modern {
+			continue
+		}
+		if only != nil {
+			return nil, nil, err
+		}
+		only = s
+	}
+	if only == nil {
+		return nil, nil, err
+	}
+	return nil, only, nil
+}
+
+// lacks names the client capability a server request needs and the client
+// did not declare, or "" when it has it. An elicitation needs the mode it
+// uses ("form" when absent, which an empty elicitation capability implies).
+func (s *Session) lacks(method string, params json.RawMessage) string {
+	capability := clientCapabilityFor[method]
+	if !s.hasCapability(capability) {
+		return capability
+	}
+	if method != "elicitation/create" {
+		return ""
+	}
+	mode, _ := wire.GetString(params, "mode")
+	if mode == "" {
+		mode = "form"
+	}
+	declared := wire.Get(s.capabilities, "elicitation")
+	if wire.Get(declared, mode) != nil {
+		return ""
+	}
+	if mode == "form" && wire.Get(declared, "url") == nil {
+		return "" // {} is the form mode of clients before 2025-11-25
+	}
+	return "elicitation." + mode
 }
 
 // request sends a request to the client, on stream if it is still open
@@ -341,8 +422,9 @@ func (g *Gateway) logMessage(srv *server, params json.RawMessage) {
 }
 
 // subscribe subscribes a client to a resource; the server is asked only
-// for the first subscriber of a URI.
-func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMessage) Reply {
+// for the first subscriber of a URI, as the client's call (m on stream,
+// when given), so what the server says meanwhile goes to that client.
+func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMessage, m *wire.Message, stream Stream) Reply {
 	uri, _ := wire.GetString(params, "uri")
 	srv := g.Router.resourceServer(uri)
 	if srv == nil {
@@ -361,29 +443,35 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 	if !first {
 		return emptyResult
 	}
-	resp, err := srv.up.Call(ctx, "resources/subscribe", params)
-	if err == nil && resp.Error == nil {
-		return emptyResult
+	if m == nil {
+		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-subscribe-") + `"`), Method: "resources/subscribe", Params: params}
 	}
-	g.unsubscribeLocal(s, uri)
-	if err != nil {
-		return errorReply(asWireError(err))
+	reply := s.forwardLegacy(ctx, m, stream, srv, params)
+	if reply.Error != nil {
+		g.unsubscribeLocal(s, uri)
+		return reply
 	}
-	return Reply{Error: resp.Error}
+	return emptyResult
 }
 
 // unsubscribe drops a client's subscription; the server is told when the
-// last subscriber of a URI leaves.
-func (g *Gateway) unsubscribe(ctx context.Context, s *Session, uri string) {
+// last subscriber of a URI leaves, as the client's call (m on stream, when
+// given).
+func (g *Gateway) unsubscribe(ctx context.Context, s *Session, uri string, m *wire.Message, stream Stream) {
 	if !g.unsubscribeLocal(s, uri) {
 		return
 	}
-	if srv := g.Router.resourceServer(uri); srv != nil {
-		p := wire.AppendString([]byte(`{"uri":`), uri)
-		p = append(p, '}')
-		if _, err := srv.up.Call(ctx, "resources/unsubscribe", p); err != nil {
-			g.Router.log.Warn("resources/unsubscribe failed", "server", srv.name, "uri", uri, "err", err)
-		}
+	srv := g.Router.resourceServer(uri)
+	if srv == nil {
+		return
+	}
+	p := wire.AppendString([]byte(`{"uri":`), uri)
+	p = append(p, '}')
+	if m == nil {
+		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-unsubscribe-") + `"`), Method: "resources/unsubscribe", Params: p}
+	}
+	if reply := s.forwardLegacy(ctx, m, stream, srv, p); reply.Error != nil {
+		g.Router.log.Warn("resources/unsubscribe failed", "server", srv.name, "uri", uri, "err", string(reply.Error))
 	}
 }
 
@@ -498,4 +586,32 @@ func (s *Session) fulfil(ctx context.Context, c *call, params, result json.RawMe
 		return wire.Set(params, "requestState", state)
 	}
 	return params, nil
+}
+
+// noStream is the stream of a call no client request carries (the
+// gateway's own): its messages go to the session's GET stream instead.
+type noStream struct{}
+
+func (noStream) Send([]byte) error { return errNoStream }
+
+var errNoStream = errors.New("no request stream")
+
+// switchStream is the stream of a call that outlives its first request (a
+// 2026-07-28 call waiting for input): each retry takes it over.
+type switchStream struct {
+	mu  sync.Mutex
+	cur Stream
+}
+
+func (w *switchStream) Send(msg []byte) error {
+	w.mu.Lock()
+	cur := w.cur
+	w.mu.Unlock()
+	return cur.Send(msg)
+}
+
+func (w *switchStream) set(s Stream) {
+	w.mu.Lock()
+	w.cur = s
+	w.mu.Unlock()
 }

@@ -38,7 +38,7 @@ func (g *Gateway) Listen(ctx context.Context, m *wire.Message, stream Stream) Re
 	for _, uri := range want.ResourceSubscriptions {
 		p := wire.AppendString([]byte(`{"uri":`), uri)
 		p = append(p, '}')
-		if r := g.subscribe(ctx, s, p); r.Error == nil {
+		if r := g.subscribe(ctx, s, p, nil, nil); r.Error == nil {
 			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
 		}
 	}

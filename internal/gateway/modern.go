@@ -80,7 +80,7 @@ func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stre
 		// A requestState of the gateway's own resumes a call waiting here;
 		// any other belongs to a 2026-07-28 server and travels to it.
 		if state, ok := wire.GetString(m.Params, "requestState"); ok && strings.HasPrefix(state, statePrefix) {
-			return complete(g.resume(ctx, s, m, strings.TrimPrefix(state, statePrefix)))
+			return complete(g.resume(ctx, m, stream, strings.TrimPrefix(state, statePrefix)))
 		}
 		return complete(s.Handle(ctx, m, stream))
 	}
@@ -158,6 +158,8 @@ type inputWait struct {
 	events  chan modernEvent
 	pending *inputRequest // the request the client must answer
 	expires *time.Timer
+	stream  *switchStream      // the call's messages go to the latest retry
+	cancel  context.CancelFunc // ends the call at its server
 }
 
 // inputRequest is one request of a server waiting for the client's answer.
@@ -225,15 +227,16 @@ func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Str
 	events := make(chan modernEvent, 4)
 	s.inputs = events
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
+	sw := &switchStream{cur: stream}
 	go func() {
 		defer cancel()
 		select { // nobody may be waiting any more: never block
-		case events <- modernEvent{reply: s.forwardLegacy(callCtx, m, stream, srv, params)}:
+		case events <- modernEvent{reply: s.forwardLegacy(callCtx, m, sw, srv, params)}:
 		default:
 		}
 	}()
 	name, _ := wire.GetString(m.Params, "name")
-	w := &inputWait{id: g.newID("gw-input-"), method: m.Method, name: name, events: events}
+	w := &inputWait{id: g.newID("gw-input-"), method: m.Method, name: name, events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 
@@ -271,7 +274,7 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 }
 
 // resume continues a waiting call with the client's answer from a retry.
-func (g *Gateway) resume(ctx context.Context, s *Session, m *wire.Message, state string) Reply {
+func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, state string) Reply {
 	st := g.mrtr()
 	id, ok := st.verify(state)
 	if !ok {
@@ -293,8 +296,9 @@ func (g *Gateway) resume(ctx context.Context, s *Session, m *wire.Message, state
 	if answer == nil {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "inputResponses lacks %q, the answer the server is waiting for", w.pending.key))
 	}
+	w.stream.set(stream)
 	w.pending.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answer}
-	return g.await(ctx, w, func() {})
+	return g.await(ctx, w, w.cancel)
 }
 
 // askModern turns a server's request to a modern client into an input

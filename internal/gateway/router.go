@@ -85,8 +85,10 @@ type server struct {
 	lastErr  string
 	failures int
 
-	activeMu sync.Mutex
-	active   map[*call]struct{} // client calls in flight on this server
+	activeMu   sync.Mutex
+	active     map[*call]struct{} // client calls in flight on this server
+	rootsOwner *Session           // the client that last said its roots changed
+	rootsAt    time.Time
 
 	// A server's era is fixed per process, so a 2026-07-28 client's calls go
 	// to a companion process of that era when the server has one (started

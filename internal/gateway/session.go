@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -128,7 +129,7 @@ func (s *Session) Close() {
 			c.cancel()
 		}
 		for _, u := range uris {
-			g.unsubscribe(context.Background(), s, u)
+			g.unsubscribe(context.Background(), s, u, nil, nil)
 		}
 		close(s.done)
 	})
@@ -250,10 +251,10 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		}
 		return s.forward(ctx, m, stream, srv, m.Params)
 	case "resources/subscribe":
-		return s.gw.subscribe(ctx, s, m.Params)
+		return s.gw.subscribe(ctx, s, m.Params, m, stream)
 	case "resources/unsubscribe":
 		uri, _ := wire.GetString(m.Params, "uri")
-		s.gw.unsubscribe(ctx, s, uri)
+		s.gw.unsubscribe(ctx, s, uri, m, stream)
 		return emptyResult
 	case "completion/complete":
 		return s.complete(ctx, m, stream)
@@ -346,7 +347,11 @@ func (s *Session) HandleNotification(ctx context.Context, m *wire.Message) {
 			c.cancel()
 		}
 	case "notifications/roots/list_changed":
+		// The roots/list each server sends back is for this client.
 		for _, srv := range s.gw.Router.servers {
+			srv.activeMu.Lock()
+			srv.rootsOwner, srv.rootsAt = s, time.Now()
+			srv.activeMu.Unlock()
 			_ = srv.up.Notify(ctx, m.Method, m.Params)
 		}
 	}
