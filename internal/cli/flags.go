@@ -68,6 +68,8 @@ type gatewayFlags struct {
 	toolPrefix         string
 	logLevel           string
 	noAuth             bool
+	allowAnyAddress    bool
+	secretsFile        string
 }
 
 func (g *gatewayFlags) register(fs *flag.FlagSet) {
@@ -85,6 +87,8 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.callTimeout, "call-timeout", 5*time.Minute, "how long a server may take to answer one call before it is cancelled (0: no limit)")
 	fs.StringVar(&g.toolPrefix, "tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
 	fs.StringVar(&g.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.BoolVar(&g.allowAnyAddress, "allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included (default: those are refused, private and loopback ones allowed with a warning)")
+	fs.StringVar(&g.secretsFile, "secrets-file", "", "serve mode: a `file` (mode 0600) of NAME=value lines for ${NAME} placeholders in remote servers' headers, after the server's envs and the environment")
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
 }
 
@@ -124,6 +128,9 @@ func (g *gatewayFlags) args() []string {
 	}
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
+	}
+	if g.allowAnyAddress {
+		a = append(a, "--allow-any-address")
 	}
 	return a
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 )
 
 // runLaunch is `mcp-gateway --config '<json>'`: the sandbox contract's launcher.
@@ -41,7 +42,11 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		return exitUsage
 	}
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if _, err := loadConfig(&g, cfg, quiet); err != nil {
+	specs, err := loadConfig(&g, cfg, quiet)
+	if err == nil {
+		err = checkRemotes(context.Background(), specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: quiet}, true)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: invalid configuration: %v\n", err)
 		return exitUsage
 	}

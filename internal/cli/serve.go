@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/github"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
@@ -159,8 +160,24 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	env := environWithout(tokenEnv)
+	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
+	if err := checkRemotes(ctx, specs, guard, failFast); err != nil {
+		return nil, &configError{err}
+	}
+	secrets, err := readSecrets(g.secretsFile)
+	if err != nil {
+		return nil, &configError{err}
+	}
 	for _, s := range specs {
 		hooks := gw.UpstreamHooks(s.Name)
+		if s.Kind == mcpconfig.KindRemote {
+			lookup := secretLookup(s, secrets)
+			if failFast {
+				lookup = nil // the sandbox: a server's secrets come from its envs only
+			}
+			addRemote(router, s, hooks, guard, lookup, logger)
+			continue
+		}
 		router.AddDualEra(newUpstream(s, g, env, hooks, false, logger, serverLog), func() gateway.Upstream {
 			return newUpstream(s, g, env, hooks, true, logger, serverLog)
 		})
@@ -171,8 +188,7 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 		router.StartAll(startCtx)
 		return gw, nil
 	}
-	err := router.Start(startCtx)
-	if err != nil {
+	if err := router.Start(startCtx); err != nil {
 		router.Close()
 		if startCtx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
@@ -256,7 +272,7 @@ func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks ga
 		Env:        env,
 		Stderr:     serverLog,
 		Logger:     logger,
-		ClientInfo: json.RawMessage(fmt.Sprintf(`{"name":"mcp-gateway","version":%q}`, version())),
+		ClientInfo: clientInfo(),
 		// A stdio server is shared by every client, so it is offered every
 		// client capability the gateway can route; a request for one the
 		// calling client lacks is refused by the gateway with a clear error.

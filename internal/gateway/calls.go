@@ -85,14 +85,23 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		defer cancelTimeout()
 	}
 	up := srv.up
-	if s.modern {
+	switch {
+	case s.modern:
 		if companion := g.Router.modernCompanion(ctx, srv); companion != nil {
 			up = companion
 		}
+	case srv.newPerClient != nil:
+		var err error
+		if up, err = s.upstreamFor(ctx, srv); err != nil {
+			return failure(m, err)
+		}
 	}
 	modernServer := isModern(up)
-	if modernServer && !s.modern {
+	switch {
+	case modernServer && !s.modern:
 		params = s.requestMeta(params)
+	case s.modern && !modernServer:
+		params = stripModernMeta(params)
 	}
 	resp, err := up.Call(ctx, m.Method, params)
 	for round := 0; err == nil && modernServer && !s.modern && isInputRequired(resp.Result); round++ {
@@ -115,7 +124,7 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		if errors.Is(err, upstream.ErrStart) {
 			g.Router.lost(srv, err)
 		}
-		return errorReply(asWireError(err))
+		return failure(m, err)
 	}
 	return Reply{Result: resp.Result, Error: resp.Error}
 }
@@ -614,4 +623,130 @@ func (w *switchStream) set(s Stream) {
 	w.mu.Lock()
 	w.cur = s
 	w.mu.Unlock()
+}
+
+// upstreamFor returns the session's own upstream session of a per-client
+// server, starting it on first use.
+func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error) {
+	s.mu.Lock()
+	up := s.ups[srv]
+	s.mu.Unlock()
+	if up != nil {
+		return up, nil
+	}
+	caps := s.capabilities
+	if caps == nil {
+		caps = json.RawMessage(`{}`)
+	}
+	up = srv.newPerClient(caps, s.hooksFor(srv))
+	if err := up.Start(ctx); err != nil {
+		_ = up.Close()
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.ups == nil {
+		s.ups = map[*server]Upstream{}
+	}
+	if prev := s.ups[srv]; prev != nil { // started meanwhile by another call
+		s.mu.Unlock()
+		_ = up.Close()
+		return prev, nil
+	}
+	s.ups[srv] = up
+	s.mu.Unlock()
+	return up, nil
+}
+
+// hooksFor routes what a session's own upstream session sends: to this
+// client, on the stream of its call in flight on that server when there is one.
+func (s *Session) hooksFor(srv *server) Hooks {
+	g := s.gw
+	callStream := func() Stream {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.calls {
+			if c.server == srv {
+				return c.stream
+			}
+		}
+		return nil
+	}
+	return Hooks{
+		OnNotification: func(method string, params json.RawMessage) {
+			if method != "notifications/message" {
+				g.serverNotification(srv, method, params)
+				return
+			}
+			level, _ := wire.GetString(params, "level")
+			if !s.wants(slices.Index(logLevels, level)) {
+				return
+			}
+			msg := wire.AppendNotification(nil, method, params)
+			if st := callStream(); st == nil || st.Send(msg) != nil {
+				s.send(msg)
+			}
+		},
+		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+			if method == "ping" {
+				return json.RawMessage(`{}`), nil
+			}
+			if missing := s.lacks(method, params); missing != "" {
+				return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
+			}
+			return s.request(ctx, callStream(), method, params)
+		},
+	}
+}
+
+// failure answers a request that failed at its server: a JSON-RPC error,
+// except that refused credentials become a tool error the agent can read,
+// never an authentication challenge.
+func failure(m *wire.Message, err error) Reply {
+	if errors.Is(err, upstream.ErrCredentials) && m.Method == "tools/call" {
+		return Reply{Result: toolError(err.Error())}
+	}
+	return errorReply(asWireError(err))
+}
+
+// toolError is a tools/call result reporting a failure the agent can read.
+func toolError(text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true})
+	return b
+}
+
+// modernMetaKeys are the _meta members that make a request one of the
+// 2026-07-28 era; a session-era server must not see them (a dual-era one
+// would take the request for the other era).
+var modernMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities, MetaLogLevel}
+
+// stripModernMeta removes those members, keeping the rest of _meta
+// (progressToken and any of the client's own).
+func stripModernMeta(params json.RawMessage) json.RawMessage {
+	meta := wire.Get(params, "_meta")
+	if meta == nil {
+		return params
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return params
+	}
+	found := false
+	for _, k := range modernMetaKeys {
+		if _, ok := m[k]; ok {
+			delete(m, k)
+			found = true
+		}
+	}
+	if !found {
+		return params
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	out, err := wire.Set(params, "_meta", b)
+	if err != nil {
+		return params
+	}
+	return out
 }

@@ -97,6 +97,10 @@ type server struct {
 	modernMu  sync.Mutex
 	modernUp  Upstream
 	modernNo  bool // the server does not speak 2026-07-28
+
+	// A remote server gets an upstream session per session-era client,
+	// offered exactly that client's capabilities (see AddPerClient).
+	newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream
 }
 
 // NewRouter returns a router with no servers.
@@ -135,6 +139,16 @@ func (r *Router) Add(up Upstream) {
 func (r *Router) AddDualEra(up Upstream, newModern func() Upstream) {
 	r.Add(up)
 	r.server(up.Name()).newModern = newModern
+}
+
+// AddPerClient registers a server whose upstream sessions are cheap (a
+// remote one): up is the gateway's own session, for listing and for
+// 2026-07-28 clients; each session-era client gets its own from newPerClient,
+// on its first call, offered that client's capabilities, its server-to-client
+// requests and messages going to that client alone.
+func (r *Router) AddPerClient(up Upstream, newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream) {
+	r.Add(up)
+	r.server(up.Name()).newPerClient = newPerClient
 }
 
 // modernCompanion returns the server's process of the 2026-07-28 era, or

@@ -94,6 +94,8 @@ type Session struct {
 	logLevel int                           // index in logLevels; -1: never set
 	subs     map[string]struct{}           // subscribed resource URIs
 
+	ups map[*server]Upstream // this client's own sessions of per-client servers
+
 	// A 2026-07-28 request: one request's client, without a session.
 	modern bool
 	inputs chan modernEvent // the call's input requests and final reply
@@ -130,6 +132,13 @@ func (s *Session) Close() {
 		}
 		for _, u := range uris {
 			g.unsubscribe(context.Background(), s, u, nil, nil)
+		}
+		s.mu.Lock()
+		ups := s.ups
+		s.ups = nil
+		s.mu.Unlock()
+		for _, up := range ups {
+			_ = up.Close()
 		}
 		close(s.done)
 	})

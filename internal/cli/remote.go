@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// checkRemotes applies the address checks to every remote server's URL and,
+// in the sandbox launcher (secrets only from envs), resolves its headers, so
+// a bad URL or a missing secret fails before anything starts.
+func checkRemotes(ctx context.Context, specs []mcpconfig.Server, guard *netguard.Policy, envsOnly bool) error {
+	for _, s := range specs {
+		if s.Kind != mcpconfig.KindRemote {
+			continue
+		}
+		if err := guard.CheckURL(ctx, s.Name, s.URL); err != nil {
+			return fmt.Errorf("mcp server %q: %w", s.Name, err)
+		}
+		if envsOnly {
+			if _, err := s.ResolveHeaders(nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// secretLookup resolves a ${NAME} placeholder of a remote server's header in
+// serve mode: the server's envs, then the environment, then the secrets file.
+func secretLookup(s mcpconfig.Server, secrets map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := s.Env[name]; ok {
+			return v, true
+		}
+		if v, ok := os.LookupEnv(name); ok && name != tokenEnv {
+			return v, true
+		}
+		v, ok := secrets[name]
+		return v, ok
+	}
+}
+
+// readSecrets reads NAME=value lines (blank lines and # comments skipped)
+// from a file only its owner may read.
+func readSecrets(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("secrets file %s has mode %o: make it readable by its owner only (chmod 600)", path, fi.Mode().Perm())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets file: %w", err)
+	}
+	defer f.Close()
+	secrets := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("secrets file %s, line %d: want NAME=value", path, n)
+		}
+		secrets[strings.TrimSpace(name)] = value
+	}
+	return secrets, sc.Err()
+}
+
+// remoteUpstream is a remote server's upstream session; its headers are
+// resolved when it starts, so a missing secret fails that server alone,
+// naming the placeholder and never a value.
+type remoteUpstream struct {
+	*upstream.HTTP
+	spec   mcpconfig.Server
+	lookup func(string) (string, bool)
+	opts   upstream.HTTPOptions
+}
+
+func (u *remoteUpstream) Start(ctx context.Context) error {
+	headers, err := u.spec.ResolveHeaders(u.lookup)
+	if err != nil {
+		return err
+	}
+	u.opts.Headers = headers
+	u.HTTP = upstream.NewHTTP(u.opts)
+	return u.HTTP.Start(ctx)
+}
+
+func (u *remoteUpstream) Close() error {
+	if u.HTTP == nil {
+		return nil
+	}
+	return u.HTTP.Close()
+}
+
+// The methods of a session that never started.
+func (u *remoteUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	if u.HTTP == nil {
+		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return u.HTTP.Call(ctx, method, params)
+}
+
+func (u *remoteUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	if u.HTTP == nil {
+		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return u.HTTP.Notify(ctx, method, params)
+}
+
+func (u *remoteUpstream) InitializeResult() json.RawMessage {
+	if u.HTTP == nil {
+		return nil
+	}
+	return u.HTTP.InitializeResult()
+}
+
+func (u *remoteUpstream) Generation() uint64 {
+	if u.HTTP == nil {
+		return 0
+	}
+	return u.HTTP.Generation()
+}
+
+func (u *remoteUpstream) Name() string { return u.spec.Name }
+
+// addRemote registers a remote server: the gateway's own session, and one
+// per session-era client offered that client's capabilities.
+func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, guard *netguard.Policy, lookup func(string) (string, bool), logger *slog.Logger) {
+	client := upstream.NewHTTPClient(s.Name, guard)
+	base := upstream.HTTPOptions{
+		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: guard, Logger: logger,
+		ClientInfo: clientInfo(),
+	}
+	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
+		o := base
+		o.Capabilities, o.OnNotification, o.OnRequest = caps, h.OnNotification, h.OnRequest
+		return &remoteUpstream{spec: s, lookup: lookup, opts: o}
+	}
+	router.AddPerClient(mk(sharedClientCapabilities, hooks), mk)
+}
+
+func clientInfo() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"name":"mcp-gateway","version":%q}`, version()))
+}
