@@ -80,10 +80,11 @@ type server struct {
 	listedGen uint64
 	relisting atomic.Bool
 
-	stateMu  sync.Mutex
-	state    string // "starting", "ready", "failed"
-	lastErr  string
-	failures int
+	stateMu   sync.Mutex
+	state     string // "starting", "ready", "failed"
+	lastErr   string
+	failures  int
+	withdrawn []string // exposed names of its tools and prompts while it is lost
 
 	activeMu   sync.Mutex
 	active     map[*call]struct{} // client calls in flight on this server
@@ -300,6 +301,9 @@ func (r *Router) retry(s *server) {
 			err := r.startOne(ctx, s)
 			cancel()
 			if err == nil {
+				s.stateMu.Lock()
+				s.withdrawn = nil
+				s.stateMu.Unlock()
 				r.log.Info("mcp server is up after retrying", "server", s.name, "attempts", attempt)
 				r.rebuild(kinds...)
 				return
@@ -319,7 +323,18 @@ func (r *Router) lost(s *server, err error) {
 		return
 	}
 	s.stateMu.Unlock()
+	var names []string
+	for _, k := range []*listKind{kindTools, kindPrompts} {
+		for name, it := range r.view(k).byKey {
+			if it.server == s {
+				names = append(names, name)
+			}
+		}
+	}
 	s.setState(err)
+	s.stateMu.Lock()
+	s.withdrawn = names
+	s.stateMu.Unlock()
 	s.mu.Lock()
 	s.items = [4][]json.RawMessage{}
 	s.mu.Unlock()
@@ -586,4 +601,19 @@ func decodeCursor(c string) (int, bool) {
 	}
 	n, err := strconv.Atoi(string(b[1:]))
 	return n, err == nil && n >= 0
+}
+
+// unavailable explains an unknown name that belongs to a server taken out of
+// service, or returns "".
+func (r *Router) unavailable(name string) string {
+	for _, s := range r.servers {
+		s.stateMu.Lock()
+		down := s.state == "failed" && slices.Contains(s.withdrawn, name)
+		lastErr := s.lastErr
+		s.stateMu.Unlock()
+		if down {
+			return fmt.Sprintf("mcp server %q, which offers it, is unavailable and being restarted (%s)", s.name, lastErr)
+		}
+	}
+	return ""
 }

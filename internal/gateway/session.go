@@ -296,6 +296,9 @@ func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream,
 	}
 	it := s.gw.Router.view(k).byKey[name]
 	if it == nil {
+		if why := s.gw.Router.unavailable(name); why != "" {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown+": %s", name, why))
+		}
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
 	}
 	params := m.Params

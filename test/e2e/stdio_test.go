@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestStdioFront(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cmd := exec.Command(gatewayBin, "stdio", "--config", config, "--catalog-file", filepath.Join(t.TempDir(), "none.json"))
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
+			stderr := &lockedBuffer{}
+			cmd.Stderr = stderr
 			client := mcp.NewClient(&mcp.Implementation{Name: "e2e-stdio", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 			if err != nil {
@@ -52,4 +53,22 @@ func TestStdioFront(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a buffer a child process writes to while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
