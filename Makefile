@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make run    run a gateway locally on examples/default.json (memory + filesystem)
-#   make test   install what the tests need, then vet and run every test
+#   make test   install what the tests need, then vet, staticcheck, the conformance
+#               comparison, every test, and a short benchmark run (asserts no speed)
 GO ?= go
 NPM_DIR := test/npm
 STATICCHECK_VERSION := v0.8.2
@@ -34,6 +35,7 @@ conformance: $(NPM_DIR)/node_modules/.package-lock.json
 
 test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance
 	$(GO) test -race -count=1 ./...
+	$(MAKE) bench-short
 
 clean:
 	rm -rf bin .run

@@ -153,18 +153,17 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 // requestedModernVersion reports a request of the 2026-07-28 era: its
 // version header or its _meta names a version newer than the session era.
 func requestedModernVersion(r *http.Request, m *wire.Message) (string, bool) {
-	if v := r.Header.Get(headerProtocolVersion); v >= "2026-07-28" {
+	v := r.Header.Get(headerProtocolVersion)
+	if v >= "2026-07-28" {
 		return v, true
+	}
+	if v != "" && r.Header.Get(headerSessionID) != "" {
+		return "", false // a session's request: no need to look into its _meta
 	}
 	if len(m.Params) == 0 {
 		return "", false
 	}
-	start, end, ok, err := wire.Member(m.Params, "_meta")
-	if err != nil || !ok {
-		return "", false
-	}
-	v, ok := wire.GetString(m.Params[start:end], metaProtocolVersion)
-	return v, ok
+	return wire.GetString(wire.Get(m.Params, "_meta"), metaProtocolVersion)
 }
 
 // refuseVersion answers with the specification's UnsupportedProtocolVersion

@@ -28,6 +28,7 @@ func (g *Gateway) Listen(ctx context.Context, m *wire.Message, stream Stream) Re
 		}
 	}
 	s := g.modernSession(m.Params)
+	s.out = make(chan []byte, outboxSize)
 	g.mu.Lock()
 	g.sessions[s] = struct{}{}
 	g.mu.Unlock()

@@ -46,10 +46,12 @@ const (
 // request's _meta says about its client.
 func (g *Gateway) modernSession(params json.RawMessage) *Session {
 	meta := wire.Get(params, "_meta")
+	// No outbox: a 2026-07-28 request has no stream but its own (Listen
+	// gives its session one).
 	s := &Session{
 		gw: g, protocolVersion: ModernVersion, modern: true,
 		clientInfo: wire.Get(meta, MetaClientInfo), capabilities: wire.Get(meta, MetaClientCapabilities),
-		out: make(chan []byte, outboxSize), done: make(chan struct{}),
+		done:  make(chan struct{}),
 		calls: map[string]*call{}, outgoing: map[string]chan *wire.Message{}, logLevel: -1, subs: map[string]struct{}{},
 	}
 	if level, ok := wire.GetString(meta, MetaLogLevel); ok {

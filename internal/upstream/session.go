@@ -320,6 +320,9 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 	fruitless := 0
 	for {
 		answered, err := s.consume(sr, id)
+		if answered {
+			drain(resp.Body)
+		}
 		resp.Body.Close()
 		if answered || ctx.Err() != nil {
 			return // the call side reports an abandoned call
@@ -950,4 +953,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// drain reads what is left of a response stream that has given its answer,
+// briefly, so the connection can carry the next request instead of being
+// dropped (the server ends the stream after the response).
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(time.Second, func() { body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	t.Stop()
 }

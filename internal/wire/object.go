@@ -3,39 +3,14 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
 // Member locates the value of a top-level member of a JSON object: it returns
 // the byte offsets [start,end) of the value in obj, or ok=false when the object
-// has no such member.
+// has no such member. It decodes nothing and allocates nothing.
 func Member(obj []byte, key string) (start, end int, ok bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return 0, 0, false, err
-	}
-	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
-		return 0, 0, false, errors.New("not a JSON object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return 0, 0, false, err
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return 0, 0, false, err
-		}
-		if name == key {
-			end := int(dec.InputOffset())
-			return end - len(v), end, true, nil
-		}
-	}
-	return 0, 0, false, nil
+	return scanMember(obj, key)
 }
 
 // GetString returns the string value of a top-level member of obj.
@@ -44,11 +19,25 @@ func GetString(obj []byte, key string) (string, bool) {
 	if err != nil || !ok {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(obj[start:end], &s) != nil {
+	return unquote(obj[start:end])
+}
+
+// unquote decodes a JSON string, without allocating when it has no escapes.
+func unquote(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
 		return "", false
 	}
-	return s, true
+	raw := b[1 : len(b)-1]
+	for _, c := range raw {
+		if c == '\\' || c < 0x20 {
+			var s string
+			if json.Unmarshal(b, &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return string(raw), true
 }
 
 // SetString returns a copy of obj with the top-level member key set to the

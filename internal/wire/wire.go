@@ -46,11 +46,6 @@ func (m *Message) IsNotification() bool { return m.Method != "" && len(m.ID) == 
 // IsResponse reports whether m is a response to a request.
 func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
 
-type envelope struct {
-	JSONRPC string `json:"jsonrpc"`
-	Message
-}
-
 // ErrBatch is returned by Parse for a JSON array: MCP since 2025-06-18 has no batches.
 var ErrBatch = errors.New("JSON-RPC batches are not supported")
 
@@ -67,16 +62,46 @@ func Parse(b []byte) (*Message, error) {
 	if b[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	var e envelope
-	if err := json.Unmarshal(b, &e); err != nil {
+	// Validate once, then pick the envelope's members out by scanning:
+	// cheaper than decoding, and the raw members alias b.
+	if !json.Valid(b) {
+		var v any
+		return nil, json.Unmarshal(b, &v) // says where it is malformed
+	}
+	m := &Message{}
+	version := ""
+	err := eachMember(b, func(key string, value []byte) error {
+		switch key {
+		case "jsonrpc":
+			version, _ = unquote(value)
+		case "id":
+			m.ID = value
+		case "method":
+			s, ok := unquote(value)
+			if !ok {
+				return errors.New("method must be a string")
+			}
+			m.Method = s
+		case "params":
+			m.Params = value
+		case "result":
+			m.Result = value
+		case "error":
+			m.Error = value
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if e.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("jsonrpc must be \"2.0\", got %q", e.JSONRPC)
+	if version != "2.0" {
+		return nil, fmt.Errorf("jsonrpc must be \"2.0\", got %q", version)
 	}
-	m := &e.Message
 	if string(m.ID) == "null" {
 		m.ID = nil
+	}
+	if string(m.Params) == "null" {
+		m.Params = nil
 	}
 	if m.Method == "" && m.Result == nil && m.Error == nil {
 		return nil, errors.New("neither a request, a notification nor a response")
