@@ -1,10 +1,12 @@
 package mcpconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Kind says how a server entry was recognised. The order is GitHub key,
@@ -51,6 +53,10 @@ type Server struct {
 	// Transport is a remote server's transport: TransportHTTP (streamable
 	// HTTP), TransportSSE (HTTP+SSE), or "" to detect it.
 	Transport string
+
+	// Timeout bounds one call to the server (the entry's "timeout", in
+	// seconds); 0 leaves the gateway's default.
+	Timeout time.Duration
 }
 
 // GitHub says where a GitHub server comes from and how to install it.
@@ -123,6 +129,15 @@ func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
 			warns = append(warns, Warning{Server: e.name, Property: p, Message: fmt.Sprintf("property %q is given more than once; the last one is used", p)})
 		}
 		s, known, errs1 := resolve(e, cat)
+		if known != nil {
+			kindKnows := known
+			known = func(p string) bool { return p == "timeout" || kindKnows(p) }
+		}
+		timeout, err := e.timeout()
+		if err != nil {
+			errs1 = append(errs1, err)
+		}
+		s.Timeout = timeout
 		errs = append(errs, errs1...)
 		if known != nil {
 			warns = append(warns, unknownProps(e, known)...)
@@ -199,6 +214,20 @@ func (e *entry) alias(name, other string) (string, error) {
 		return "", &Error{Server: e.name, Property: name, Message: fmt.Sprintf("property %q must not contain a NUL character", name)}
 	}
 	return a, nil
+}
+
+// timeout decodes the entry's "timeout": seconds a call to the server may
+// take, a positive number; 0 when absent.
+func (e *entry) timeout() (time.Duration, error) {
+	raw, ok := e.props["timeout"]
+	if !ok {
+		return 0, nil
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil || secs <= 0 || secs > 24*3600 {
+		return 0, &Error{Server: e.name, Property: "timeout", Message: `property "timeout" must be a number of seconds between 0 and 86400, e.g. 30`}
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // envs decodes the entry's envs, which passed checkEnvs.

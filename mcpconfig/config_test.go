@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testCatalog parses a catalog from JSON or fails the test.
@@ -334,5 +335,26 @@ func TestParseEnvIsPerServerCopy(t *testing.T) {
 	again, _, _ := Parse([]byte(`{"e":{}}`), cat)
 	if again[0].Env["A"] != "entry" {
 		t.Errorf("changing a Server's Env changed the catalog: %v", again[0].Env)
+	}
+}
+
+func TestTimeoutProperty(t *testing.T) {
+	servers, warns, err := Parse([]byte(`{"slow": {"runCmd": "x", "timeout": 2.5}, "memory": {"timeout": 30}}`), nil)
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("Parse: %v %v", err, warns)
+	}
+	got := map[string]time.Duration{}
+	for _, s := range servers {
+		got[s.Name] = s.Timeout
+	}
+	if got["slow"] != 2500*time.Millisecond || got["memory"] != 30*time.Second {
+		t.Errorf("timeouts %v", got)
+	}
+	for _, bad := range []string{`"soon"`, `0`, `-1`, `100000`} {
+		_, _, err := Parse([]byte(`{"slow": {"runCmd": "x", "timeout": `+bad+`}}`), nil)
+		want := `mcp server "slow": property "timeout" must be a number of seconds between 0 and 86400, e.g. 30`
+		if err == nil || err.Error() != want {
+			t.Errorf("timeout %s: error %v, want %q", bad, err, want)
+		}
 	}
 }

@@ -37,9 +37,9 @@ func TestParseRemote(t *testing.T) {
 		{"query kept", `{"r":{"url":"https://a.example/sse?team=1"}}`, []Server{
 			{Name: "r", Kind: KindRemote, URL: "https://a.example/sse?team=1"},
 		}, nil},
-		{"unknown property", `{"r":{"url":"https://a.example/mcp","timeout":5}}`, []Server{
+		{"unknown property", `{"r":{"url":"https://a.example/mcp","retries":5}}`, []Server{
 			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp"},
-		}, []string{`mcp server "r": unknown property "timeout" ignored`}},
+		}, []string{`mcp server "r": unknown property "retries" ignored`}},
 		{"catalog name wins over url", `{"memory":{"url":"https://a.example/mcp"}}`, []Server{
 			{Name: "memory", Kind: KindCatalog, Command: []string{"npx", "-y", "@modelcontextprotocol/server-memory"}},
 		}, []string{`mcp server "memory": unknown property "url" ignored`}},

@@ -178,9 +178,13 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 			addRemote(router, s, hooks, guard, lookup, logger)
 			continue
 		}
+		companionHooks := gw.CompanionHooks(s.Name)
 		router.AddDualEra(newUpstream(s, g, env, hooks, false, logger, serverLog), func() gateway.Upstream {
-			return newUpstream(s, g, env, hooks, true, logger, serverLog)
+			return newUpstream(s, g, env, companionHooks, true, logger, serverLog)
 		})
+	}
+	for _, s := range specs {
+		router.SetCallTimeout(s.Name, s.Timeout)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
 	defer cancel()

@@ -79,9 +79,13 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		srv.activeMu.Unlock()
 	}()
 
-	if t := g.Router.opts.CallTimeout; t > 0 {
+	timeout := g.Router.opts.CallTimeout
+	if srv.callTimeout > 0 {
+		timeout = srv.callTimeout
+	}
+	if timeout > 0 {
 		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeout(ctx, t)
+		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
 		defer cancelTimeout()
 	}
 	up := srv.up
@@ -119,7 +123,7 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	g.Router.relistIfRestarted(srv)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q did not answer %s within %s; the call was cancelled at the server", srv.name, m.Method, g.Router.opts.CallTimeout))
+			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q did not answer %s within %s; the call was cancelled at the server", srv.name, m.Method, timeout))
 		}
 		if errors.Is(err, upstream.ErrStart) {
 			g.Router.lost(srv, err)
@@ -161,6 +165,41 @@ func (g *Gateway) UpstreamHooks(name string) Hooks {
 			return g.serverRequest(ctx, srv, method, params)
 		},
 	}
+}
+
+// CompanionHooks returns the hooks for a server's 2026-07-28 process: like
+// UpstreamHooks, except that its list changes re-list that process.
+func (g *Gateway) CompanionHooks(name string) Hooks {
+	h := g.UpstreamHooks(name)
+	inner := h.OnNotification
+	h.OnNotification = func(method string, params json.RawMessage) {
+		srv := g.Router.server(name)
+		if srv == nil {
+			return
+		}
+		var ks []*listKind
+		switch method {
+		case "notifications/tools/list_changed":
+			ks = []*listKind{kindTools}
+		case "notifications/prompts/list_changed":
+			ks = []*listKind{kindPrompts}
+		case "notifications/resources/list_changed":
+			ks = []*listKind{kindResources, kindTemplates}
+		default:
+			inner(method, params)
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
+			defer cancel()
+			if err := g.Router.listCompanion(ctx, srv, ks...); err != nil {
+				g.Router.log.Warn("re-listing the 2026-07-28 process failed", "server", name, "err", err)
+				return
+			}
+			g.Router.rebuild(ks...)
+		}()
+	}
+	return h
 }
 
 // serverNotification routes a notification from a server. It runs on the

@@ -75,10 +75,11 @@ type server struct {
 	name string
 	up   Upstream
 
-	mu        sync.Mutex // serializes listings of this server
-	items     [4][]json.RawMessage
-	listedGen uint64
-	relisting atomic.Bool
+	mu          sync.Mutex // serializes listings of this server
+	items       [4][]json.RawMessage
+	modernItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
+	listedGen   uint64
+	relisting   atomic.Bool
 
 	stateMu   sync.Mutex
 	state     string // "starting", "ready", "failed"
@@ -102,6 +103,8 @@ type server struct {
 	// A remote server gets an upstream session per session-era client,
 	// offered exactly that client's capabilities (see AddPerClient).
 	newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream
+
+	callTimeout time.Duration // this server's own; 0: RouterOptions.CallTimeout
 }
 
 // NewRouter returns a router with no servers.
@@ -177,6 +180,13 @@ func (r *Router) modernCompanion(ctx context.Context, s *server) Upstream {
 	r.log.Info("mcp server speaks 2026-07-28: its modern clients get a process of that era", "server", s.name)
 	s.modernUp = up
 	return up
+}
+
+// SetCallTimeout gives one server its own bound on a call.
+func (r *Router) SetCallTimeout(name string, d time.Duration) {
+	if s := r.server(name); s != nil {
+		s.callTimeout = d
+	}
 }
 
 // Servers returns the server names, sorted.
@@ -336,7 +346,7 @@ func (r *Router) lost(s *server, err error) {
 	s.withdrawn = names
 	s.stateMu.Unlock()
 	s.mu.Lock()
-	s.items = [4][]json.RawMessage{}
+	s.items, s.modernItems = [4][]json.RawMessage{}, [4][]json.RawMessage{}
 	s.mu.Unlock()
 	r.log.Warn("mcp server lost; its tools are withdrawn until it is back", "server", s.name, "err", err)
 	r.rebuild(kinds...)
@@ -405,23 +415,45 @@ func (r *Router) list(ctx context.Context, s *server, ks ...*listKind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gen := s.up.Generation()
-	init := s.up.InitializeResult()
-	for _, k := range ks {
-		if !hasCapability(init, k.capability) {
-			s.items[k.index] = nil
-			continue
-		}
-		items, err := r.listKind(ctx, s, k)
-		if err != nil {
-			return err
-		}
-		s.items[k.index] = items
+	if err := r.listInto(ctx, s, s.up, &s.items, ks); err != nil {
+		return err
 	}
 	s.listedGen = gen
 	return nil
 }
 
-func (r *Router) listKind(ctx context.Context, s *server, k *listKind) ([]json.RawMessage, error) {
+// listCompanion lists the server's 2026-07-28 process, whose lists may
+// differ from its primary's (a server's state is its process's): the merged
+// view shows what either offers.
+func (r *Router) listCompanion(ctx context.Context, s *server, ks ...*listKind) error {
+	s.modernMu.Lock()
+	up := s.modernUp
+	s.modernMu.Unlock()
+	if up == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return r.listInto(ctx, s, up, &s.modernItems, ks)
+}
+
+func (r *Router) listInto(ctx context.Context, s *server, up Upstream, dst *[4][]json.RawMessage, ks []*listKind) error {
+	init := up.InitializeResult()
+	for _, k := range ks {
+		if !hasCapability(init, k.capability) {
+			dst[k.index] = nil
+			continue
+		}
+		items, err := r.listKind(ctx, s, up, k)
+		if err != nil {
+			return err
+		}
+		dst[k.index] = items
+	}
+	return nil
+}
+
+func (r *Router) listKind(ctx context.Context, s *server, up Upstream, k *listKind) ([]json.RawMessage, error) {
 	var all []json.RawMessage
 	var cursor string
 	for page := 0; ; page++ {
@@ -434,7 +466,7 @@ func (r *Router) listKind(ctx context.Context, s *server, k *listKind) ([]json.R
 			params = wire.AppendString([]byte(`{"cursor":`), cursor)
 			params = append(params, '}')
 		}
-		resp, err := s.up.Call(ctx, k.method, params)
+		resp, err := up.Call(ctx, k.method, params)
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %q: %s: %w", s.name, k.method, err)
 		}
@@ -472,7 +504,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 		lists := make([]serverItems, len(r.servers))
 		for i, s := range r.servers {
 			s.mu.Lock()
-			lists[i] = serverItems{server: s, items: s.items[k.index]}
+			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
 			s.mu.Unlock()
 		}
 		v := buildView(lists, k, r.opts)
@@ -616,4 +648,26 @@ func (r *Router) unavailable(name string) string {
 		}
 	}
 	return ""
+}
+
+// union is a's items followed by those of b that a lacks, by key.
+func union(a, b []json.RawMessage, key string) []json.RawMessage {
+	if len(b) == 0 {
+		return a
+	}
+	have := make(map[string]bool, len(a))
+	for _, it := range a {
+		k, _ := wire.GetString(it, key)
+		have[k] = true
+	}
+	out := a
+	for _, it := range b {
+		if k, _ := wire.GetString(it, key); !have[k] {
+			if len(out) == len(a) {
+				out = append([]json.RawMessage(nil), a...)
+			}
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -148,10 +148,11 @@ func TestServeSurvivesAFailingServer(t *testing.T) {
 	}
 }
 
-// A call that outlives --call-timeout is cancelled at the server and
+// A call that outlives its server's timeout is cancelled at the server and
 // answered with a readable error; then SIGTERM leaves no process behind.
 func TestServeCallTimeoutAndShutdown(t *testing.T) {
-	s := startServe(t, fmt.Sprintf(`{"one": {"runCmd": %q}}`, testServerCmd()), "--call-timeout", "1s")
+	// The server's own "timeout" wins over the gateway's --call-timeout.
+	s := startServe(t, fmt.Sprintf(`{"one": {"runCmd": %q, "timeout": 1}}`, testServerCmd()), "--call-timeout", "30s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs := s.connectEra(ctx, "2025-11-25")
