@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -246,5 +247,58 @@ func TestRemoteRefusedCredentials(t *testing.T) {
 	}
 	if strings.Contains(s.serveLog(), "good-key-1234") {
 		t.Error("the secret is in the log")
+	}
+}
+
+// A remote server that is down when the gateway starts does not stop it; its
+// tools arrive, with list_changed, once it is up.
+func TestRemoteServerDownAtStart(t *testing.T) {
+	// Reserve a port, then free it: nothing listens there until the server starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := startServe(t, fmt.Sprintf(`{"later": {"url": "http://%s/mcp", "transport": "http"}, "local": {"runCmd": %q}}`, addr, testServerCmd()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if st := s.health(t).Upstreams["later"]; st.State != "failed" || st.LastError == "" {
+		t.Fatalf("health of the server that is down: %+v", st)
+	}
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer{token: s.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	// Now the server comes up on that address.
+	srv := mcp.NewServer(&mcp.Implementation{Name: "later", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "late_tool", Description: "Arrives late."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here at last"}}}, nil, nil
+		})
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the reserved port was taken meanwhile: %v", err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatalf("no list_changed after the remote server came up; log:\n%s", s.serveLog())
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "late_tool"})
+	if err != nil || text(res) != "here at last" {
+		t.Errorf("late_tool: %v %v", res, err)
 	}
 }
