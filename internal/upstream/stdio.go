@@ -499,6 +499,15 @@ func (s *Stdio) initialize(ctx context.Context, p *process) error {
 		return err
 	}
 	if resp.Error != nil {
+		// A server of the 2026-07-28 era only refuses initialize: ask it
+		// the new way before giving up.
+		if !s.opts.ProbeModern {
+			if ok, err := s.discover(ctx, p); err == nil && ok {
+				p.initialized.Store(true)
+				s.listen(p)
+				return nil
+			}
+		}
 		return wire.DecodeError(resp.Error)
 	}
 	var result struct {

@@ -1496,3 +1496,34 @@ func TestPassthroughAbandonedInputRequestFreesServer(t *testing.T) {
 	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "trigger-elicitation-request"})
 	checkElicitedAnswer(t, "another client after the abandoned input request", rec, callResult{res, err})
 }
+
+// A session-era client calling a server of the 2026-07-28 era only, whose
+// tool asks for input: the gateway asks the client the old way (an
+// elicitation request) and retries the call with the answer.
+func TestPassthroughLegacyClientModernServer(t *testing.T) {
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"modern": {"runCmd": %q}}`, "E2E_SERVER_MODERN_ONLY=1 "+testServerCmd()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, req.Params.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_name"})
+	if err != nil || text(res) != "Hello, Ada!" {
+		t.Fatalf("ask_name: %v %v\nlog:\n%s", res, err, g.log())
+	}
+	if len(asked) != 1 || asked[0] != "What is your name?" {
+		t.Errorf("the client was asked %v", asked)
+	}
+}

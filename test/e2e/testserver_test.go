@@ -33,7 +33,21 @@ type envArgs struct {
 }
 
 func runTestServer() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "e2e-test-server", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	if os.Getenv("E2E_SERVER_MODERN_ONLY") != "" {
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "e2e-test-server", Version: "1"}, opts)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_name", Description: "Asks the user's name (a 2026-07-28 input request), then greets."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult); ok && r != nil && r.Action == "accept" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Hello, %v!", r.Content["name"])}}}, nil, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{
+				Message:         "What is your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			}}}, nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes its text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
