@@ -33,9 +33,8 @@ staticcheck:
 conformance: $(NPM_DIR)/node_modules/.package-lock.json
 	GO=$(GO) $(GO) run ./test/conformance/harness $(CONFORMANCE_FLAGS)
 
-test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance
+test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance bench-short
 	$(GO) test -race -count=1 ./...
-	$(MAKE) bench-short
 
 clean:
 	rm -rf bin .run
