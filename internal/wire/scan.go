@@ -142,8 +142,9 @@ func scanMember(obj []byte, key string) (start, end int, ok bool, err error) {
 	return 0, 0, false, errSyntax
 }
 
-// eachMember calls f with every top-level member of a valid JSON object.
-func eachMember(obj []byte, f func(key string, value []byte) error) error {
+// eachMember calls f with every top-level member of a valid JSON object;
+// key is the member's name as written, without its quotes.
+func eachMember(obj []byte, f func(key, value []byte) error) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errors.New("not a JSON object")
@@ -154,10 +155,7 @@ func eachMember(obj []byte, f func(key string, value []byte) error) error {
 		if err != nil {
 			return err
 		}
-		key, ok := unquote(obj[i:kend])
-		if !ok {
-			return errSyntax
-		}
+		key := obj[i+1 : kend-1]
 		i = skipSpace(obj, kend) + 1 // past ':'
 		i = skipSpace(obj, i)
 		vend, err := skipValue(obj, i)

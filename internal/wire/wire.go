@@ -70,8 +70,10 @@ func Parse(b []byte) (*Message, error) {
 	}
 	m := &Message{}
 	version := ""
-	err := eachMember(b, func(key string, value []byte) error {
-		switch key {
+	err := eachMember(b, func(key, value []byte) error {
+		// The envelope's names have no escapes; switching on the raw bytes
+		// allocates nothing.
+		switch string(key) {
 		case "jsonrpc":
 			version, _ = unquote(value)
 		case "id":

@@ -95,3 +95,20 @@ func TestSetAndGet(t *testing.T) {
 		t.Errorf("Get of a missing member = %s", got)
 	}
 }
+
+func TestParseAllocations(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":3}}}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Parse(msg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The message itself and the method and version strings: the members
+	// stay in msg.
+	if allocs > 4 {
+		t.Errorf("Parse allocates %.0f times per message, want at most 4", allocs)
+	}
+	if n := testing.AllocsPerRun(100, func() { Member(msg, "params") }); n != 0 {
+		t.Errorf("Member allocates %.0f times, want 0", n)
+	}
+}
