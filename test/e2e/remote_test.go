@@ -266,17 +266,7 @@ func TestRemoteServerDownAtStart(t *testing.T) {
 	if st := s.health(t).Upstreams["later"]; st.State != "failed" || st.LastError == "" {
 		t.Fatalf("health of the server that is down: %+v", st)
 	}
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer{token: s.token, base: http.DefaultTransport}}, MaxRetries: -1,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, changed := s.connectListChanged(ctx)
 
 	// Now the server comes up on that address.
 	srv := mcp.NewServer(&mcp.Implementation{Name: "later", Version: "1"}, nil)

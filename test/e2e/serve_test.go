@@ -109,17 +109,7 @@ func TestServeSurvivesAFailingServer(t *testing.T) {
 		t.Fatalf("health while late fails: %+v", h)
 	}
 
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer{token: s.token, base: http.DefaultTransport}}, MaxRetries: -1,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, changed := s.connectListChanged(ctx)
 	if names := toolNames(ctx, t, cs); slices.Contains(names, "late_echo") || !slices.Contains(names, "echo") {
 		t.Fatalf("tools while late is down: %v", names)
 	}
@@ -191,4 +181,22 @@ func TestServeCallTimeoutAndShutdown(t *testing.T) {
 		t.Errorf("no shutdown line in the log")
 	}
 	s.pid = 0
+}
+
+// connectListChanged connects a session-era client whose GET stream reports
+// each tools/list_changed on the returned channel.
+func (g *gw) connectListChanged(ctx context.Context) (*mcp.ClientSession, <-chan struct{}) {
+	g.t.Helper()
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { cs.Close() })
+	return cs, changed
 }
