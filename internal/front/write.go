@@ -3,6 +3,7 @@ package front
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -20,7 +21,10 @@ func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gat
 	} else {
 		b = wire.AppendResult(b, id, reply.Result)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	// A known length lets net/http write the body as it is, not in chunks.
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	if status == 0 {
 		status = http.StatusOK
 	}

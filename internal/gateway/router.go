@@ -43,7 +43,7 @@ type RouterOptions struct {
 	// Prefix decides when exposed names carry their server's name; the zero
 	// value is the sandbox contract's collision rule.
 	Prefix PrefixMode
-	// PageSize is the number of items per page of a merged list; 0 means 500.
+	// PageSize is the number of items per page of a merged list; 0 means 1000.
 	PageSize int
 	// MaxListPages bounds how many pages of one server's list are read; 0 means 100.
 	MaxListPages int
@@ -113,7 +113,7 @@ func NewRouter(opts RouterOptions) *Router {
 		opts.Logger = slog.Default()
 	}
 	if opts.PageSize <= 0 {
-		opts.PageSize = 500
+		opts.PageSize = 1000
 	}
 	if opts.MaxListPages <= 0 {
 		opts.MaxListPages = 100
