@@ -196,12 +196,12 @@ func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
 
 // session finds the request's session, answering 400 or 404 itself when there is none.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request, m *wire.Message) (*gateway.Session, bool) {
+	var rid json.RawMessage
+	if m != nil {
+		rid = m.ID
+	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		var rid json.RawMessage
-		if m != nil {
-			rid = m.ID
-		}
 		writeRPCError(w, http.StatusBadRequest, rid, wire.Errorf(wire.CodeInvalidRequest, "Bad Request: missing %s header; send initialize first", headerSessionID))
 		return nil, false
 	}
@@ -209,10 +209,6 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, m *wire.Messag
 	sess := h.sessions[id]
 	h.mu.Unlock()
 	if sess == nil {
-		var rid json.RawMessage
-		if m != nil {
-			rid = m.ID
-		}
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}

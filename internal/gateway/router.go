@@ -78,7 +78,7 @@ type server struct {
 	mu          sync.Mutex // serializes listings of this server
 	items       [4][]json.RawMessage
 	modernItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
-	listedGen   uint64
+	listedGen   atomic.Uint64        // the generation listed last; read on every call without s.mu
 	relisting   atomic.Bool
 
 	stateMu   sync.Mutex
@@ -418,7 +418,7 @@ func (r *Router) list(ctx context.Context, s *server, ks ...*listKind) error {
 	if err := r.listInto(ctx, s, s.up, &s.items, ks); err != nil {
 		return err
 	}
-	s.listedGen = gen
+	s.listedGen.Store(gen)
 	return nil
 }
 
@@ -546,10 +546,8 @@ func (r *Router) relist(s *server, ks ...*listKind) {
 // relistIfRestarted re-lists a server whose process was restarted since it
 // was listed, since a new process may offer other tools.
 func (r *Router) relistIfRestarted(s *server) {
-	s.mu.Lock()
-	stale := s.up.Generation() != s.listedGen
-	s.mu.Unlock()
-	if stale {
+	// No s.mu here: it is held while a listing waits on the server.
+	if s.up.Generation() != s.listedGen.Load() {
 		r.relist(s, kinds...)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -302,7 +303,12 @@ func TestRestartWithOtherToolsNotifiesSessions(t *testing.T) {
 	if reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"one"}`)}, &recorder{}); reply.Error != nil {
 		t.Fatal(string(reply.Error))
 	}
-	msg := <-s.Outbox()
+	var msg []byte
+	select {
+	case msg = <-s.Outbox():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after a restart with other tools")
+	}
 	if string(msg) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` {
 		t.Errorf("notification %s", msg)
 	}
