@@ -427,7 +427,7 @@ func (g *Gateway) ensureLevel(ctx context.Context, level int) {
 	g.mu.Unlock()
 	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
 	p = append(p, '}')
-	for _, srv := range g.Router.servers {
+	for _, srv := range g.Router.all() {
 		// A 2026-07-28 server takes the level in each request's _meta.
 		if !hasCapability(srv.up.InitializeResult(), "logging") || srv.modern() {
 			continue
@@ -690,6 +690,13 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 		s.mu.Unlock()
 		_ = up.Close()
 		return prev, nil
+	}
+	select {
+	case <-srv.gone: // removed while this session was starting
+		s.mu.Unlock()
+		_ = up.Close()
+		return nil, fmt.Errorf("mcp server %q was removed", srv.name)
+	default:
 	}
 	s.ups[srv] = up
 	s.mu.Unlock()

@@ -57,10 +57,14 @@ type RouterOptions struct {
 
 // Router holds the merged view of every upstream and forwards calls.
 type Router struct {
-	opts    RouterOptions
-	log     *slog.Logger
-	servers []*server // sorted by name; fixed after Start
-	gw      *Gateway  // set by New; receives what servers send unprompted
+	opts RouterOptions
+	log  *slog.Logger
+	// servers is the current set, sorted (built-in tools first, then by
+	// name); replaced whole (copy on write) when a server is added or
+	// removed, so readers take it without a lock.
+	servers   atomic.Pointer[[]*server]
+	serversMu sync.Mutex // serializes changes of the set
+	gw        *Gateway   // set by New; receives what servers send unprompted
 
 	rebuildMu    sync.Mutex
 	views        [4]atomic.Pointer[view] // by listKind.index
@@ -74,6 +78,9 @@ type Router struct {
 type server struct {
 	name string
 	up   Upstream
+
+	builtin map[string]Builtin // the gateway's own tools, by name; nil for a real server
+	gone    chan struct{}      // closed when the server is removed: its retries stop
 
 	mu          sync.Mutex // serializes listings of this server
 	items       [4][]json.RawMessage
@@ -125,24 +132,105 @@ func NewRouter(opts RouterOptions) *Router {
 		opts.RetryMax = time.Minute
 	}
 	r := &Router{opts: opts, log: opts.Logger, closed: make(chan struct{})}
+	r.servers.Store(&[]*server{})
 	for _, k := range kinds {
 		r.views[k.index].Store(buildView(nil, k, opts))
 	}
 	return r
 }
 
-// Add registers an upstream under its name. Call it before Start.
-func (r *Router) Add(up Upstream) {
-	r.servers = append(r.servers, &server{name: up.Name(), up: up, active: map[*call]struct{}{}, state: "starting"})
-	slices.SortFunc(r.servers, func(a, b *server) int { return strings.Compare(a.name, b.name) })
+// Add registers an upstream under its name. Servers added before Start or
+// StartAll are started by it; one added later is started by StartServer.
+// Until it has started and listed, it offers nothing.
+func (r *Router) Add(up Upstream) { r.add(newServer(up)) }
+
+func newServer(up Upstream) *server {
+	return &server{name: up.Name(), up: up, active: map[*call]struct{}{}, state: "starting", gone: make(chan struct{})}
+}
+
+func (r *Router) add(s *server) {
+	r.serversMu.Lock()
+	defer r.serversMu.Unlock()
+	next := append(slices.Clone(r.all()), s)
+	slices.SortFunc(next, func(a, b *server) int {
+		// The gateway's own tools come first, so they keep their names.
+		if (a.builtin != nil) != (b.builtin != nil) {
+			if a.builtin != nil {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	r.servers.Store(&next)
+}
+
+// all is the current set of servers; the slice is never modified.
+func (r *Router) all() []*server { return *r.servers.Load() }
+
+// StartServer starts and lists one added server, then merges what it
+// offers into the view (clients hear list_changed). On error the server
+// stays added, offering nothing: Remove it, or leave it failed.
+func (r *Router) StartServer(ctx context.Context, name string) error {
+	s := r.server(name)
+	if s == nil {
+		return fmt.Errorf("mcp server %q is not added", name)
+	}
+	err := r.startOne(ctx, s)
+	r.rebuild(kinds...)
+	return err
+}
+
+// Remove takes a server out: its tools, prompts and resources leave the
+// view (clients hear list_changed), its retries stop, and its upstreams,
+// including every client's own session of it, are closed.
+func (r *Router) Remove(name string) error {
+	r.serversMu.Lock()
+	cur := r.all()
+	i := slices.IndexFunc(cur, func(s *server) bool { return s.name == name })
+	if i < 0 {
+		r.serversMu.Unlock()
+		return fmt.Errorf("mcp server %q is not added", name)
+	}
+	s := cur[i]
+	next := slices.Delete(slices.Clone(cur), i, i+1)
+	r.servers.Store(&next)
+	r.serversMu.Unlock()
+
+	close(s.gone)
+	r.rebuild(kinds...)
+	var errs []error
+	if r.gw != nil {
+		errs = append(errs, r.gw.dropServer(s)...)
+	}
+	errs = append(errs, s.close()...)
+	return errors.Join(errs...)
+}
+
+// close closes a server's upstream and its 2026-07-28 companion.
+func (s *server) close() []error {
+	var errs []error
+	if err := s.up.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
+	}
+	s.modernMu.Lock()
+	if s.modernUp != nil {
+		if err := s.modernUp.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("mcp server %q (2026-07-28 process): %w", s.name, err))
+		}
+		s.modernUp = nil
+	}
+	s.modernMu.Unlock()
+	return errs
 }
 
 // AddDualEra registers an upstream like Add, with a way to make a companion
 // upstream for 2026-07-28 clients: newModern must return one that fails to
 // start (upstream.ErrNotModern) unless its server speaks that era.
 func (r *Router) AddDualEra(up Upstream, newModern func() Upstream) {
-	r.Add(up)
-	r.server(up.Name()).newModern = newModern
+	s := newServer(up)
+	s.newModern = newModern
+	r.add(s)
 }
 
 // AddPerClient registers a server whose upstream sessions are cheap (a
@@ -151,8 +239,9 @@ func (r *Router) AddDualEra(up Upstream, newModern func() Upstream) {
 // on its first call, offered that client's capabilities, its server-to-client
 // requests and messages going to that client alone.
 func (r *Router) AddPerClient(up Upstream, newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream) {
-	r.Add(up)
-	r.server(up.Name()).newPerClient = newPerClient
+	s := newServer(up)
+	s.newPerClient = newPerClient
+	r.add(s)
 }
 
 // modernCompanion returns the server's process of the 2026-07-28 era, or
@@ -191,15 +280,17 @@ func (r *Router) SetCallTimeout(name string, d time.Duration) {
 
 // Servers returns the server names, sorted.
 func (r *Router) Servers() []string {
-	names := make([]string, len(r.servers))
-	for i, s := range r.servers {
-		names[i] = s.name
+	var names []string
+	for _, s := range r.all() {
+		if s.builtin == nil {
+			names = append(names, s.name)
+		}
 	}
 	return names
 }
 
 func (r *Router) server(name string) *server {
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		if s.name == name {
 			return s
 		}
@@ -256,7 +347,7 @@ func (r *Router) startAll(ctx context.Context) map[string]error {
 		mu     sync.Mutex
 		failed = map[string]error{}
 	)
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		wg.Go(func() {
 			began := time.Now()
 			err := r.startOne(ctx, s)
@@ -304,6 +395,8 @@ func (r *Router) retry(s *server) {
 			jittered := delay/2 + time.Duration(rand.Int64N(int64(delay)))
 			select {
 			case <-r.closed:
+				return
+			case <-s.gone:
 				return
 			case <-time.After(jittered):
 			}
@@ -367,8 +460,11 @@ func (r *Router) Status() map[string]ServerStatus {
 	for _, it := range r.view(kindTools).items {
 		tools[it.server]++
 	}
-	out := make(map[string]ServerStatus, len(r.servers))
-	for _, s := range r.servers {
+	out := map[string]ServerStatus{}
+	for _, s := range r.all() {
+		if s.builtin != nil {
+			continue
+		}
 		s.stateMu.Lock()
 		st := ServerStatus{State: s.state, Tools: tools[s], LastError: s.lastErr}
 		s.stateMu.Unlock()
@@ -385,17 +481,8 @@ func (r *Router) Close() error {
 	r.closeMu.Do(func() { close(r.closed) })
 	r.retrying.Wait()
 	var errs []error
-	for _, s := range r.servers {
-		if err := s.up.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
-		}
-		s.modernMu.Lock()
-		if s.modernUp != nil {
-			if err := s.modernUp.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("mcp server %q (2026-07-28 process): %w", s.name, err))
-			}
-		}
-		s.modernMu.Unlock()
+	for _, s := range r.all() {
+		errs = append(errs, s.close()...)
 	}
 	return errors.Join(errs...)
 }
@@ -501,8 +588,9 @@ func (r *Router) rebuild(ks ...*listKind) {
 	r.rebuildMu.Lock()
 	var changed []*listKind
 	for _, k := range ks {
-		lists := make([]serverItems, len(r.servers))
-		for i, s := range r.servers {
+		servers := r.all()
+		lists := make([]serverItems, len(servers))
+		for i, s := range servers {
 			s.mu.Lock()
 			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
 			s.mu.Unlock()
@@ -556,7 +644,7 @@ func (r *Router) relistIfRestarted(s *server) {
 func (r *Router) capabilities() map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
 	subscribe := false
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		init := s.up.InitializeResult()
 		for _, c := range []string{"prompts", "logging", "completions"} {
 			if hasCapability(init, c) {
@@ -582,7 +670,7 @@ func (r *Router) capabilities() map[string]any {
 // instructions joins the servers' instructions, each under its server's name.
 func (r *Router) instructions() string {
 	var b strings.Builder
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		text, _ := wire.GetString(s.up.InitializeResult(), "instructions")
 		if strings.TrimSpace(text) == "" {
 			continue
@@ -608,7 +696,7 @@ func (r *Router) resourceServer(uri string) *server {
 		}
 	}
 	var only *server
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		if hasCapability(s.up.InitializeResult(), "resources") {
 			if only != nil {
 				return nil
@@ -636,7 +724,7 @@ func decodeCursor(c string) (int, bool) {
 // unavailable explains an unknown name that belongs to a server taken out of
 // service, or returns "".
 func (r *Router) unavailable(name string) string {
-	for _, s := range r.servers {
+	for _, s := range r.all() {
 		s.stateMu.Lock()
 		down := s.state == "failed" && slices.Contains(s.withdrawn, name)
 		lastErr := s.lastErr

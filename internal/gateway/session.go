@@ -301,6 +301,9 @@ func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream,
 		}
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
 	}
+	if it.server.builtin != nil {
+		return s.callBuiltin(ctx, m, stream, it)
+	}
 	params := m.Params
 	if it.original != name {
 		var err error
@@ -360,7 +363,7 @@ func (s *Session) HandleNotification(ctx context.Context, m *wire.Message) {
 		}
 	case "notifications/roots/list_changed":
 		// The roots/list each server sends back is for this client.
-		for _, srv := range s.gw.Router.servers {
+		for _, srv := range s.gw.Router.all() {
 			srv.activeMu.Lock()
 			srv.rootsOwner, srv.rootsAt = s, time.Now()
 			srv.activeMu.Unlock()

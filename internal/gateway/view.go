@@ -80,7 +80,7 @@ func buildView(lists []serverItems, kind *listKind, opts RouterOptions) *view {
 				continue
 			}
 			candidates := []string{key}
-			if kind.rename {
+			if kind.rename && l.server.builtin == nil {
 				candidates = opts.Prefix.candidates(l.server.name, key)
 			}
 			exposed := ""

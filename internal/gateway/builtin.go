@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// BuiltinServer is the name the gateway's own tools are listed under in
+// logs; no registered server may take it.
+const BuiltinServer = "mcp-gateway"
+
+// Builtin is a tool the gateway serves itself (host mode's mcp-find,
+// mcp-add, mcp-config-set, mcp-exec). Its name is reserved: it is listed
+// first and keeps its name, and a server's tool of the same name is renamed
+// by the naming rule.
+type Builtin struct {
+	// Tool is its definition as listed (a Tool object with a "name").
+	Tool json.RawMessage
+	// Call runs it and returns a CallToolResult. An error becomes a tool
+	// error result (isError) carrying its message.
+	Call func(ctx context.Context, c *BuiltinCall) (json.RawMessage, error)
+}
+
+// BuiltinCall is one call of a built-in tool.
+type BuiltinCall struct {
+	// Arguments are the call's arguments object, raw ("{}" when absent).
+	Arguments json.RawMessage
+
+	sess   *Session
+	stream Stream
+	id     json.RawMessage
+}
+
+// CallTool calls a tool of the view by its exposed name on behalf of the
+// same client, with what the client's own call would get: its progress,
+// its requests for input, its server sessions. It returns the tool's
+// CallToolResult, or an error for a JSON-RPC error.
+func (c *BuiltinCall) CallTool(ctx context.Context, name string, arguments json.RawMessage) (json.RawMessage, error) {
+	if it := c.sess.gw.Router.view(kindTools).byKey[name]; it != nil && it.server.builtin != nil {
+		return nil, fmt.Errorf("%s is one of the gateway's own tools: call it directly", name)
+	}
+	if len(arguments) == 0 {
+		arguments = json.RawMessage(`{}`)
+	}
+	params := wire.AppendString([]byte(`{"name":`), name)
+	params = append(params, `,"arguments":`...)
+	params = append(params, arguments...)
+	params = append(params, '}')
+	m := &wire.Message{ID: c.id, Method: "tools/call", Params: params}
+	reply := c.sess.callNamed(ctx, m, c.stream, kindTools, "Unknown tool: %s")
+	if reply.Error != nil {
+		return nil, wire.DecodeError(reply.Error)
+	}
+	return reply.Result, nil
+}
+
+// SetBuiltins gives the router the gateway's own tools (replacing any
+// given before). Call it before Start.
+func (r *Router) SetBuiltins(tools []Builtin) error {
+	byName := make(map[string]Builtin, len(tools))
+	defs := make([]json.RawMessage, len(tools))
+	for i, t := range tools {
+		name, ok := wire.GetString(t.Tool, "name")
+		if !ok || name == "" {
+			return fmt.Errorf("a built-in tool without a name: %s", t.Tool)
+		}
+		byName[name] = t
+		defs[i] = t.Tool
+	}
+	if old := r.server(BuiltinServer); old != nil {
+		_ = r.Remove(BuiltinServer)
+	}
+	s := newServer(&builtinUpstream{defs: defs})
+	s.builtin = byName
+	s.state = "ready"
+	s.items[kindTools.index] = defs
+	s.listedGen.Store(1)
+	r.add(s)
+	r.rebuild(kindTools)
+	return nil
+}
+
+// callBuiltin runs one of the gateway's own tools.
+func (s *Session) callBuiltin(ctx context.Context, m *wire.Message, stream Stream, it *item) Reply {
+	t := it.server.builtin[it.original]
+	args := wire.Get(m.Params, "arguments")
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	if stream == nil {
+		stream = noStream{}
+	}
+	result, err := t.Call(ctx, &BuiltinCall{Arguments: args, sess: s, stream: stream, id: m.ID})
+	if err != nil {
+		return Reply{Result: ToolError(err.Error())}
+	}
+	return Reply{Result: result}
+}
+
+// ToolError is a CallToolResult with isError set and the text as its content.
+func ToolError(text string) json.RawMessage {
+	b := wire.AppendString([]byte(`{"content":[{"type":"text","text":`), text)
+	return append(b, `}],"isError":true}`...)
+}
+
+// ToolText is a CallToolResult with the text as its content.
+func ToolText(text string) json.RawMessage {
+	b := wire.AppendString([]byte(`{"content":[{"type":"text","text":`), text)
+	return append(b, `}]}`...)
+}
+
+// Tools returns the exposed definitions of one server's tools.
+func (r *Router) Tools(server string) []json.RawMessage {
+	var defs []json.RawMessage
+	for _, it := range r.view(kindTools).items {
+		if it.server.name == server && it.server.builtin == nil {
+			defs = append(defs, it.def)
+		}
+	}
+	return defs
+}
+
+// builtinUpstream stands for the gateway's own tools where the router
+// expects an upstream: it lists them; calls never reach it (callNamed runs
+// them).
+type builtinUpstream struct{ defs []json.RawMessage }
+
+func (b *builtinUpstream) Name() string                    { return BuiltinServer }
+func (b *builtinUpstream) Start(ctx context.Context) error { return nil }
+func (b *builtinUpstream) Notify(context.Context, string, json.RawMessage) error {
+	return nil
+}
+func (b *builtinUpstream) InitializeResult() json.RawMessage {
+	return json.RawMessage(`{"capabilities":{"tools":{"listChanged":true}}}`)
+}
+func (b *builtinUpstream) Generation() uint64 { return 1 }
+func (b *builtinUpstream) Close() error       { return nil }
+
+func (b *builtinUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	if method != "tools/list" {
+		return &upstream.Response{Error: wire.Errorf(wire.CodeMethodNotFound, "%s is not served by the gateway's own tools", method).Marshal()}, nil
+	}
+	list, _ := json.Marshal(map[string]any{"tools": b.defs})
+	return &upstream.Response{Result: list}, nil
+}
+
+// dropServer closes every session's own upstream session of a removed server.
+func (g *Gateway) dropServer(srv *server) []error {
+	var errs []error
+	for _, s := range g.sessionList() {
+		s.mu.Lock()
+		up := s.ups[srv]
+		delete(s.ups, srv)
+		s.mu.Unlock()
+		if up != nil {
+			if err := up.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("mcp server %q (a client's session): %w", srv.name, err))
+			}
+		}
+	}
+	return errs
+}
