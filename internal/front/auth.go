@@ -10,12 +10,18 @@ import (
 
 // authorized reports whether r carries "Authorization: Bearer <token>".
 func authorized(r *http.Request, token string) bool {
-	h := r.Header.Get("Authorization")
-	scheme, value, ok := strings.Cut(h, " ")
+	value, ok := bearer(r)
+	return ok && subtle.ConstantTimeCompare([]byte(value), []byte(token)) == 1
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, value, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(value)), []byte(token)) == 1
+	value = strings.TrimSpace(value)
+	return value, value != ""
 }
 
 // rebindingSafe applies the DNS-rebinding rule: on a loopback listener, the

@@ -39,6 +39,11 @@ type Handler struct {
 	MaxBodyBytes int64
 	// Health returns the /health document; nil serves {"status":"ok"}.
 	Health func() any
+	// Tenants, when set, replaces Gateway and Token: the bearer token
+	// decides which gateway a request reaches (host mode: one per sandbox),
+	// and a token it returns nil for gets 401. It must compare tokens in
+	// constant time or by a hash.
+	Tenants func(token string) *gateway.Gateway
 
 	mu       sync.Mutex
 	sessions map[string]*gateway.Session
@@ -74,25 +79,41 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
 		return
 	}
-	if h.Token != "" && !authorized(r, h.Token) {
+	gw := h.gateway(r)
+	if gw == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
 		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.servePost(w, r)
+		h.servePost(w, r, gw)
 	case http.MethodGet:
-		h.serveGet(w, r)
+		h.serveGet(w, r, gw)
 	case http.MethodDelete:
-		h.serveDelete(w, r)
+		h.serveDelete(w, r, gw)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
 
-func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+// gateway returns the gateway the request's token opens, or nil.
+func (h *Handler) gateway(r *http.Request) *gateway.Gateway {
+	if h.Tenants != nil {
+		token, ok := bearer(r)
+		if !ok {
+			return nil
+		}
+		return h.Tenants(token)
+	}
+	if h.Token != "" && !authorized(r, h.Token) {
+		return nil
+	}
+	return h.Gateway
+}
+
+func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
 	limit := h.MaxBodyBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
@@ -118,15 +139,15 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if _, modern := requestedModernVersion(r, m); modern {
-		h.serveModern(w, r, m)
+		h.serveModern(w, r, gw, m)
 		return
 	}
 	if m.Method == "initialize" && m.IsRequest() {
-		h.initialize(w, m)
+		h.initialize(w, gw, m)
 		return
 	}
 
-	sess, ok := h.session(w, r, m)
+	sess, ok := h.session(w, r, gw, m)
 	if !ok {
 		return
 	}
@@ -177,8 +198,8 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 	})
 }
 
-func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
-	sess, result, werr := h.Gateway.Initialize(m.Params)
+func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) {
+	sess, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
 		writeRPCError(w, http.StatusOK, m.ID, werr)
 		return
@@ -194,8 +215,9 @@ func (h *Handler) initialize(w http.ResponseWriter, m *wire.Message) {
 	writeReply(w, 0, m.ID, gateway.Reply{Result: result})
 }
 
-// session finds the request's session, answering 400 or 404 itself when there is none.
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, m *wire.Message) (*gateway.Session, bool) {
+// session finds the request's session, answering 400 or 404 itself when
+// there is none. A session of another gateway (another token's) is none.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) (*gateway.Session, bool) {
 	var rid json.RawMessage
 	if m != nil {
 		rid = m.ID
@@ -208,15 +230,15 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, m *wire.Messag
 	h.mu.Lock()
 	sess := h.sessions[id]
 	h.mu.Unlock()
-	if sess == nil {
+	if sess == nil || sess.Gateway() != gw {
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}
 	return sess, true
 }
 
-func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	sess, ok := h.session(w, r, nil)
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
+	sess, ok := h.session(w, r, gw, nil)
 	if !ok {
 		return
 	}
@@ -228,8 +250,8 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveGet opens the session's stream of server-initiated messages.
-func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
-	sess, ok := h.session(w, r, nil)
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
+	sess, ok := h.session(w, r, gw, nil)
 	if !ok {
 		return
 	}
@@ -248,7 +270,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-sess.Done():
 			return
-		case <-h.Gateway.Closing():
+		case <-gw.Closing():
 			return
 		case msg := <-sess.Outbox():
 			if err := writeEvent(w, msg); err != nil {
@@ -256,6 +278,23 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 			}
 			flusher.Flush()
 		}
+	}
+}
+
+// Forget drops the sessions of a gateway that is going away (a removed
+// sandbox's), ending them.
+func (h *Handler) Forget(gw *gateway.Gateway) {
+	h.mu.Lock()
+	var ended []*gateway.Session
+	for id, s := range h.sessions {
+		if s.Gateway() == gw {
+			ended = append(ended, s)
+			delete(h.sessions, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range ended {
+		s.Close()
 	}
 }
 

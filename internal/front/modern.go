@@ -28,7 +28,7 @@ const (
 // serveModern serves one request of the 2026-07-28 era: no session; its
 // version, identity and capabilities ride in its _meta, mirrored in headers
 // that must match the body. Closing the response stream cancels it.
-func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Message) {
+func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) {
 	switch {
 	case m.IsResponse():
 		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest, "a %s client sends no JSON-RPC responses", gateway.ModernVersion))
@@ -37,7 +37,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Me
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if werr := h.validateModern(r, m); werr != nil {
+	if werr := h.validateModern(r, gw, m); werr != nil {
 		if werr.Code == wire.CodeUnsupportedProtocolVersion {
 			h.refuseVersion(w, m, r.Header.Get(headerProtocolVersion))
 			return
@@ -48,13 +48,13 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Me
 	st := &stream{w: w}
 	var reply gateway.Reply
 	if m.Method == "subscriptions/listen" {
-		reply = h.Gateway.Listen(r.Context(), m, st)
+		reply = gw.Listen(r.Context(), m, st)
 		if reply.Result == nil && reply.Error == nil {
 			st.close() // the client went away: nothing more to write
 			return
 		}
 	} else {
-		reply = h.Gateway.HandleModern(r.Context(), m, st)
+		reply = gw.HandleModern(r.Context(), m, st)
 	}
 	if reply.Error != nil {
 		switch wire.DecodeError(reply.Error).Code {
@@ -68,7 +68,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *wire.Me
 }
 
 // validateModern checks a modern request's version and its headers against its body.
-func (h *Handler) validateModern(r *http.Request, m *wire.Message) *wire.Error {
+func (h *Handler) validateModern(r *http.Request, gw *gateway.Gateway, m *wire.Message) *wire.Error {
 	headerVersion := r.Header.Get(headerProtocolVersion)
 	metaVersion, _ := wire.GetString(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion)
 	switch {
@@ -112,15 +112,15 @@ func (h *Handler) validateModern(r *http.Request, m *wire.Message) *wire.Error {
 		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerName, name, bodyName)
 	}
 	if m.Method == "tools/call" {
-		return h.validateParamHeaders(r, m, bodyName)
+		return h.validateParamHeaders(r, gw, m, bodyName)
 	}
 	return nil
 }
 
 // validateParamHeaders checks the Mcp-Param-* headers the tool's schema
 // asks for against its arguments.
-func (h *Handler) validateParamHeaders(r *http.Request, m *wire.Message, tool string) *wire.Error {
-	params := h.Gateway.ParamHeaders(tool)
+func (h *Handler) validateParamHeaders(r *http.Request, gw *gateway.Gateway, m *wire.Message, tool string) *wire.Error {
+	params := gw.ParamHeaders(tool)
 	if len(params) == 0 {
 		return nil
 	}

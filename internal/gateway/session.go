@@ -101,6 +101,9 @@ type Session struct {
 	inputs chan modernEvent // the call's input requests and final reply
 }
 
+// Gateway is the gateway the session belongs to.
+func (s *Session) Gateway() *Gateway { return s.gw }
+
 // ProtocolVersion is the version negotiated at initialize.
 func (s *Session) ProtocolVersion() string { return s.protocolVersion }
 
