@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -82,80 +79,6 @@ func readSecrets(path string) (map[string]string, error) {
 		secrets[strings.TrimSpace(name)] = value
 	}
 	return secrets, sc.Err()
-}
-
-// remoteUpstream is a remote server's upstream session; its headers are
-// resolved when it starts, so a missing secret fails that server alone,
-// naming the placeholder and never a value.
-type remoteUpstream struct {
-	*upstream.HTTP
-	spec   mcpconfig.Server
-	lookup func(string) (string, bool)
-	opts   upstream.HTTPOptions
-}
-
-func (u *remoteUpstream) Start(ctx context.Context) error {
-	headers, err := u.spec.ResolveHeaders(u.lookup)
-	if err != nil {
-		return err
-	}
-	u.opts.Headers = headers
-	u.HTTP = upstream.NewHTTP(u.opts)
-	return u.HTTP.Start(ctx)
-}
-
-func (u *remoteUpstream) Close() error {
-	if u.HTTP == nil {
-		return nil
-	}
-	return u.HTTP.Close()
-}
-
-// The methods of a session that never started.
-func (u *remoteUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
-	if u.HTTP == nil {
-		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return u.HTTP.Call(ctx, method, params)
-}
-
-func (u *remoteUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	if u.HTTP == nil {
-		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return u.HTTP.Notify(ctx, method, params)
-}
-
-func (u *remoteUpstream) InitializeResult() json.RawMessage {
-	if u.HTTP == nil {
-		return nil
-	}
-	return u.HTTP.InitializeResult()
-}
-
-func (u *remoteUpstream) Generation() uint64 {
-	if u.HTTP == nil {
-		return 0
-	}
-	return u.HTTP.Generation()
-}
-
-func (u *remoteUpstream) Name() string { return u.spec.Name }
-
-// addRemote registers a remote server: the gateway's own session, and one
-// per session-era client offered that client's capabilities.
-func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, guard *netguard.Policy, lookup func(string) (string, bool), logger *slog.Logger) {
-	client := upstream.NewHTTPClient(s.Name, guard)
-	base := upstream.HTTPOptions{
-		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: guard, Logger: logger,
-		ClientInfo: clientInfo(),
-	}
-	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
-		o := base
-		o.Capabilities, o.OnNotification, o.OnRequest = caps, h.OnNotification, h.OnRequest
-		return &remoteUpstream{spec: s, lookup: lookup, opts: o}
-	}
-	router.AddPerClient(mk(sharedClientCapabilities, hooks), mk)
 }
 
 func clientInfo() json.RawMessage {

@@ -13,19 +13,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/github"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -168,23 +166,13 @@ func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server
 	if err != nil {
 		return nil, &configError{err}
 	}
+	opts := g.attachOptions(env, guard, logger, serverLog)
 	for _, s := range specs {
-		hooks := gw.UpstreamHooks(s.Name)
-		if s.Kind == mcpconfig.KindRemote {
-			lookup := secretLookup(s, secrets)
-			if failFast {
-				lookup = nil // the sandbox: a server's secrets come from its envs only
-			}
-			addRemote(router, s, hooks, guard, lookup, logger)
-			continue
+		var lookup func(string) (string, bool)
+		if !failFast { // the sandbox: a server's secrets come from its envs only
+			lookup = secretLookup(s, secrets)
 		}
-		companionHooks := gw.CompanionHooks(s.Name)
-		router.AddDualEra(newUpstream(s, g, env, hooks, false, logger, serverLog), func() gateway.Upstream {
-			return newUpstream(s, g, env, companionHooks, true, logger, serverLog)
-		})
-	}
-	for _, s := range specs {
-		router.SetCallTimeout(s.Name, s.Timeout)
+		attach.Add(gw, s, lookup, opts)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
 	defer cancel()
@@ -264,55 +252,14 @@ func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, failF
 	return nil
 }
 
-// newUpstream builds the upstream of one configured server.
-// modern asks for a process of the 2026-07-28 era (a companion for that
-// era's clients), which fails to start unless the server speaks it.
-func newUpstream(s mcpconfig.Server, g *gatewayFlags, baseEnv []string, hooks gateway.Hooks, modern bool, logger *slog.Logger, serverLog io.Writer) gateway.Upstream {
-	env := mergeEnv(baseEnv, s.Env)
-	opts := upstream.StdioOptions{
-		Name:       s.Name,
-		Command:    s.Command,
-		Dir:        s.Dir,
-		Env:        env,
-		Stderr:     serverLog,
-		Logger:     logger,
-		ClientInfo: clientInfo(),
-		// A stdio server is shared by every client, so it is offered every
-		// client capability the gateway can route; a request for one the
-		// calling client lacks is refused by the gateway with a clear error.
-		Capabilities:    sharedClientCapabilities,
-		RequireModern:   modern,
-		OnNotification:  hooks.OnNotification,
-		OnRequest:       hooks.OnRequest,
+// attachOptions are what every server this gateway attaches shares.
+func (g *gatewayFlags) attachOptions(env []string, guard *netguard.Policy, logger *slog.Logger, serverLog io.Writer) attach.Options {
+	return attach.Options{
+		Env: env, Guard: guard, Logger: logger, ServerLog: serverLog,
 		MaxMessageBytes: g.maxResponseBytes,
+		GitHubDir:       g.githubDir, GitHubURL: g.githubURL,
+		ClientInfo: clientInfo(),
 	}
-	if s.GitHub == nil {
-		return upstream.NewStdio(opts)
-	}
-	repo := github.Repo{Server: s.Name, Owner: s.GitHub.Owner, Name: s.GitHub.Repo, InstallCmd: s.GitHub.InstallCmd}
-	opts.Dir = filepath.Join(g.githubDir, repo.Owner, repo.Name)
-	return &githubUpstream{
-		Stdio: upstream.NewStdio(opts),
-		repo:  repo,
-		opts:  github.Options{Dir: g.githubDir, BaseURL: g.githubURL, Env: env, Output: serverLog},
-	}
-}
-
-// sharedClientCapabilities are the client capabilities a shared server is offered.
-var sharedClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
-
-// githubUpstream clones and installs its repository before its first start.
-type githubUpstream struct {
-	*upstream.Stdio
-	repo github.Repo
-	opts github.Options
-}
-
-func (u *githubUpstream) Start(ctx context.Context) error {
-	if _, err := github.Prepare(ctx, u.repo, u.opts); err != nil {
-		return err
-	}
-	return u.Stdio.Start(ctx)
 }
 
 // environWithout returns the process environment less the named variables.
@@ -323,29 +270,6 @@ func environWithout(names ...string) []string {
 		if !slices.Contains(names, name) {
 			env = append(env, kv)
 		}
-	}
-	return env
-}
-
-// mergeEnv overlays extra (a server's envs) on base, replacing same-named entries.
-func mergeEnv(base []string, extra map[string]string) []string {
-	if len(extra) == 0 {
-		return base
-	}
-	env := make([]string, 0, len(base)+len(extra))
-	for _, kv := range base {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, overridden := extra[name]; !overridden {
-			env = append(env, kv)
-		}
-	}
-	names := make([]string, 0, len(extra))
-	for n := range extra {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		env = append(env, n+"="+extra[n])
 	}
 	return env
 }

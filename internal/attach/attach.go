@@ -1,0 +1,239 @@
+// Package attach builds the upstreams of one configured server and adds
+// them to a router: a supervised process for a local or GitHub server (with
+// a 2026-07-28 companion when the server speaks that era), an HTTP session
+// per client for a remote one. The sandbox gateway (serve) and the host
+// daemon (host) both attach servers through it.
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/github"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// Options are what every attached server shares. The zero value works for
+// local servers with an empty environment.
+type Options struct {
+	// Env is the base environment of a local server's process (the
+	// gateway's own, less its token); the server's own env overlays it.
+	Env []string
+	// Guard checks every address a remote server's connections dial.
+	Guard *netguard.Policy
+	// Logger receives the gateway's messages; nil means slog.Default().
+	Logger *slog.Logger
+	// ServerLog receives the servers' stderr, each line prefixed with the
+	// server's name.
+	ServerLog io.Writer
+	// MaxMessageBytes bounds one message from a server; 0 is the upstream's default.
+	MaxMessageBytes int
+	// GitHubDir is where GitHub servers are cloned; GitHubURL replaces
+	// https://github.com (a mirror, in tests).
+	GitHubDir, GitHubURL string
+	// ClientInfo is the gateway's clientInfo in its initialize requests.
+	ClientInfo json.RawMessage
+}
+
+// SharedClientCapabilities are offered to a server every client shares:
+// every client capability the gateway can route; a request for one the
+// calling client lacks is refused by the gateway with a clear error.
+var SharedClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
+
+// Add adds the server to the router of gw (not started). lookup resolves
+// the ${NAME} placeholders of a remote server's headers when it connects;
+// nil means the server's own env only.
+func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, bool), o Options) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	router := gw.Router
+	hooks := gw.UpstreamHooks(s.Name)
+	if s.Kind == mcpconfig.KindRemote {
+		addRemote(router, s, hooks, lookup, o)
+	} else {
+		companionHooks := gw.CompanionHooks(s.Name)
+		router.AddDualEra(newStdio(s, o, hooks, false), func() gateway.Upstream {
+			return newStdio(s, o, companionHooks, true)
+		})
+	}
+	router.SetCallTimeout(s.Name, s.Timeout)
+}
+
+// newStdio builds the process upstream of a local or GitHub server.
+// modern asks for a process of the 2026-07-28 era (a companion for that
+// era's clients), which fails to start unless the server speaks it.
+func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool) gateway.Upstream {
+	env := MergeEnv(o.Env, s.Env)
+	opts := upstream.StdioOptions{
+		Name:            s.Name,
+		Command:         s.Command,
+		Dir:             s.Dir,
+		Env:             env,
+		Stderr:          o.ServerLog,
+		Logger:          o.Logger,
+		ClientInfo:      o.ClientInfo,
+		Capabilities:    SharedClientCapabilities,
+		RequireModern:   modern,
+		OnNotification:  hooks.OnNotification,
+		OnRequest:       hooks.OnRequest,
+		MaxMessageBytes: o.MaxMessageBytes,
+	}
+	if s.GitHub == nil {
+		return upstream.NewStdio(opts)
+	}
+	repo := github.Repo{Server: s.Name, Owner: s.GitHub.Owner, Name: s.GitHub.Repo, InstallCmd: s.GitHub.InstallCmd}
+	opts.Dir = filepath.Join(o.GitHubDir, repo.Owner, repo.Name)
+	return &githubUpstream{
+		Stdio: upstream.NewStdio(opts),
+		repo:  repo,
+		opts:  github.Options{Dir: o.GitHubDir, BaseURL: o.GitHubURL, Env: env, Output: o.ServerLog},
+	}
+}
+
+// githubUpstream clones and installs its repository before its first start.
+type githubUpstream struct {
+	*upstream.Stdio
+	repo github.Repo
+	opts github.Options
+}
+
+func (u *githubUpstream) Start(ctx context.Context) error {
+	if _, err := github.Prepare(ctx, u.repo, u.opts); err != nil {
+		return err
+	}
+	return u.Stdio.Start(ctx)
+}
+
+// addRemote registers a remote server: the gateway's own session, and one
+// per session-era client offered that client's capabilities.
+func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, lookup func(string) (string, bool), o Options) {
+	client := upstream.NewHTTPClient(s.Name, o.Guard)
+	base := upstream.HTTPOptions{
+		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: o.Guard, Logger: o.Logger,
+		ClientInfo: o.ClientInfo,
+	}
+	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
+		opts := base
+		opts.Capabilities, opts.OnNotification, opts.OnRequest = caps, h.OnNotification, h.OnRequest
+		return &remoteUpstream{spec: s, lookup: lookup, opts: opts}
+	}
+	router.AddPerClient(mk(SharedClientCapabilities, hooks), mk)
+}
+
+// remoteUpstream is a remote server's upstream session; its headers are
+// resolved when it starts, so a missing secret fails that server alone,
+// naming the placeholder and never a value.
+type remoteUpstream struct {
+	spec   mcpconfig.Server
+	lookup func(string) (string, bool)
+	opts   upstream.HTTPOptions
+
+	mu     sync.Mutex
+	http   *upstream.HTTP
+	closed bool
+}
+
+func (u *remoteUpstream) Start(ctx context.Context) error {
+	headers, err := u.spec.ResolveHeaders(u.lookup)
+	if err != nil {
+		return err
+	}
+	opts := u.opts
+	opts.Headers = headers
+	h := upstream.NewHTTP(opts)
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrClosed)
+	}
+	prev := u.http
+	u.http = h
+	u.mu.Unlock()
+	if prev != nil {
+		_ = prev.Close()
+	}
+	return h.Start(ctx)
+}
+
+func (u *remoteUpstream) current() *upstream.HTTP {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.http
+}
+
+func (u *remoteUpstream) Close() error {
+	u.mu.Lock()
+	u.closed = true
+	h := u.http
+	u.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h.Close()
+}
+
+func (u *remoteUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	h := u.current()
+	if h == nil {
+		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return h.Call(ctx, method, params)
+}
+
+func (u *remoteUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	h := u.current()
+	if h == nil {
+		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return h.Notify(ctx, method, params)
+}
+
+func (u *remoteUpstream) InitializeResult() json.RawMessage {
+	if h := u.current(); h != nil {
+		return h.InitializeResult()
+	}
+	return nil
+}
+
+func (u *remoteUpstream) Generation() uint64 {
+	if h := u.current(); h != nil {
+		return h.Generation()
+	}
+	return 0
+}
+
+func (u *remoteUpstream) Name() string { return u.spec.Name }
+
+// MergeEnv overlays extra (a server's envs) on base, replacing same-named entries.
+func MergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	env := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, overridden := extra[name]; !overridden {
+			env = append(env, kv)
+		}
+	}
+	names := make([]string, 0, len(extra))
+	for n := range extra {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		env = append(env, n+"="+extra[n])
+	}
+	return env
+}
