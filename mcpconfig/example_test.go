@@ -116,3 +116,16 @@ func ExampleLoadCatalog_broken() {
 	// catalog testdata/bad-placeholder.json: entry "arxiv": field "command": group 2: {{storagePth}} names no declared property; declare it under "properties"
 	// file "testdata/bad-placeholder.json", entry "arxiv", property "storagePth"
 }
+
+func ExamplePlaceholderNames() {
+	names, err := mcpconfig.PlaceholderNames("Bearer ${api-key} for ${TEAM}")
+	fmt.Println(names, err)
+	value, err := mcpconfig.Expand("Bearer ${api-key}", func(name string) (string, bool) { return "s3cr3t", name == "api-key" })
+	fmt.Println(value, err)
+	_, err = mcpconfig.Expand("Bearer ${other}", func(string) (string, bool) { return "", false })
+	fmt.Println(err)
+	// Output:
+	// [api-key TEAM] <nil>
+	// Bearer s3cr3t <nil>
+	// ${other} is not set
+}

@@ -210,8 +210,8 @@ func expandPlaceholders(s string, lookup func(name string) (string, bool)) (stri
 		if strings.HasPrefix(inner, "input:") {
 			return "", &placeholderError{text: fmt.Sprintf(`${%s}: input variables are not supported; put the value in the server's environment variables and write ${NAME}`, inner)}
 		}
-		if !isEnvName(name) {
-			return "", &placeholderError{text: fmt.Sprintf(`${%s} is not a valid placeholder; write ${NAME} with NAME made of letters, digits and "_", not starting with a digit`, inner)}
+		if !isPlaceholderName(name) {
+			return "", &placeholderError{text: fmt.Sprintf(`${%s} is not a valid placeholder; write ${NAME} with NAME made of letters, digits, "_", "-" and ".", starting with a letter or "_"`, inner)}
 		}
 		v, ok := lookup(name)
 		if !ok {
@@ -220,6 +220,20 @@ func expandPlaceholders(s string, lookup func(name string) (string, bool)) (stri
 		b.WriteString(v)
 		s = s[i+end+1:]
 	}
+}
+
+// isPlaceholderName reports whether s matches ^[A-Za-z_][A-Za-z0-9_.-]*$:
+// an environment variable's name, or a host secret's such as "api-key".
+func isPlaceholderName(s string) bool {
+	if s == "" || !(s[0] == '_' || s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c == '_' || c == '-' || c == '.' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Placeholders returns the names of the variables that Headers' values
@@ -291,4 +305,24 @@ func (s *Server) ResolveHeaders(lookup func(name string) (string, bool)) (map[st
 		return nil, joinErrors(errs)
 	}
 	return out, nil
+}
+
+// Expand replaces each ${NAME} placeholder in s by lookup(NAME), with the
+// rules of header values ($${ writes a literal ${). An unset or malformed
+// placeholder is an error naming it, never a value.
+func Expand(s string, lookup func(name string) (string, bool)) (string, error) {
+	return expandPlaceholders(s, lookup)
+}
+
+// PlaceholderNames returns the names of the placeholders in s, in order,
+// once each, or an error for a malformed one.
+func PlaceholderNames(s string) ([]string, error) {
+	var names []string
+	_, err := expandPlaceholders(s, func(name string) (string, bool) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		return "", true
+	})
+	return names, err
 }

@@ -104,8 +104,8 @@ func TestParseRemoteErrors(t *testing.T) {
 		{"header value with a line break", `{"r":{"url":"https://a.example/mcp","headers":{"X-Key":"a\r\nEvil: 1"}}}`, r + `header "X-Key" must not contain a line break or NUL character`, "X-Key"},
 		{"header value with NUL", `{"r":{"url":"https://a.example/mcp","headers":{"X-Key":"a\u0000"}}}`, r + `header "X-Key" must not contain a line break or NUL character`, "X-Key"},
 		{"placeholder not closed", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"Bearer ${TOKEN"}}}`, r + `header "Authorization": "${TOKEN" is not closed; write ${NAME}`, "Authorization"},
-		{"placeholder bad name", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"Bearer ${1TOKEN}"}}}`, r + `header "Authorization": ${1TOKEN} is not a valid placeholder; write ${NAME} with NAME made of letters, digits and "_", not starting with a digit`, "Authorization"},
-		{"placeholder empty", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"${}"}}}`, r + `header "Authorization": ${} is not a valid placeholder; write ${NAME} with NAME made of letters, digits and "_", not starting with a digit`, "Authorization"},
+		{"placeholder bad name", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"Bearer ${1TOKEN}"}}}`, r + `header "Authorization": ${1TOKEN} is not a valid placeholder; write ${NAME} with NAME made of letters, digits, "_", "-" and ".", starting with a letter or "_"`, "Authorization"},
+		{"placeholder empty", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"${}"}}}`, r + `header "Authorization": ${} is not a valid placeholder; write ${NAME} with NAME made of letters, digits, "_", "-" and ".", starting with a letter or "_"`, "Authorization"},
 		{"VS Code input variable", `{"r":{"url":"https://a.example/mcp","headers":{"Authorization":"Bearer ${input:token}"}}}`, r + `header "Authorization": ${input:token}: input variables are not supported; put the value in the server's environment variables and write ${NAME}`, "Authorization"},
 
 		// envs keep their rules on a remote server.
