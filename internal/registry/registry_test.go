@@ -67,7 +67,7 @@ func TestCorruptStateIsReportedAndKept(t *testing.T) {
 		"version":    {`{"version":7}`, "format version 7"},
 		"name":       {`{"version":1,"servers":{"a":{"name":"b"}}}`, `server entry "a" does not carry its own name`},
 		"mode":       {`{"version":1,"sandboxes":{"a":{"name":"a","mode":"x"}}}`, `mode "x"`},
-		"trailing":   {`{"version":1} {}`, "data after"},
+		"trailing":   {`{"version":1} {}`, "not valid JSON at byte 15"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
