@@ -42,6 +42,12 @@ func commands() []command {
 	return []command{
 		{"serve", "run the gateway in the foreground (containers, debugging)", runServe},
 		{"stdio", "serve the gateway over stdin/stdout, for agents that start servers as processes", runStdio},
+		{"host", "run the host daemon: many sandboxes, each with its own token and servers", runHost},
+		{"server", "register, list, inspect and remove the host's servers", runServer},
+		{"secret", "store, list and remove the host's secrets (encrypted)", runSecret},
+		{"sandbox", "create, list and remove the host's sandboxes", runSandbox},
+		{"load", "attach a server to a running sandbox", runLoad(false)},
+		{"unload", "detach a server from a sandbox", runLoad(true)},
 		{"catalog", "list the catalog's servers", runCatalog},
 		{"pull", "install catalog servers ahead of time (template builds)", runPull},
 		{"version", "print the version", runVersion},

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+)
+
+// defaultHostPort is the host daemon's MCP port.
+const defaultHostPort = 8811
+
+// stateDirEnv overrides the default state directory of host mode.
+const stateDirEnv = "MCP_GATEWAY_STATE_DIR"
+
+// defaultStateDir is $MCP_GATEWAY_STATE_DIR, else $XDG_STATE_HOME/mcp-gateway,
+// else ~/.local/state/mcp-gateway.
+func defaultStateDir() string {
+	if d := os.Getenv(stateDirEnv); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mcp-gateway")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "mcp-gateway")
+	}
+	return ".mcp-gateway"
+}
+
+func runHost(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("host", "mcp-gateway host [flags]",
+		`Run the host daemon: one MCP endpoint for many sandboxes, each with its own token
+and its own servers, administered with 'mcp-gateway server|secret|sandbox|load|unload'
+over a Unix socket in the state directory (owner only). Registrations, secrets
+(encrypted) and attachments live in the state directory and survive restarts.
+Stops on SIGTERM or SIGINT.`, stderr)
+	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the registry, the secrets and the control socket (env "+stateDirEnv+")")
+	addr := fs.String("host", "127.0.0.1", "`address` of the MCP endpoint (0.0.0.0 to let sandboxes on other machines in)")
+	port := fs.Int("port", defaultHostPort, "`port` of the MCP endpoint (0 picks a free one)")
+	publicURL := fs.String("public-url", "", "the endpoint's `url` as sandboxes reach it, printed by sandbox create (default: http://<host>:<port>/mcp)")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	allowAny := fs.Bool("allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included")
+	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "how long a server may take to answer one call (0: no limit)")
+	startTimeout := fs.Duration("startup-timeout", 60*time.Second, "how long a server may take to start")
+	toolPrefix := fs.String("tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
+	maxBody := fs.Int64("max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
+	maxResponse := fs.Int("max-response-bytes", 16<<20, "largest message accepted from a server")
+	if code, done := parse(fs, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcp-gateway host: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	logOut := &syncWriter{w: stderr}
+	logger, err := newLogger(logOut, *logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
+		return exitUsage
+	}
+	mode, err := prefixMode(*toolPrefix)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
+		return exitUsage
+	}
+	fail := func(err error) int {
+		logger.Error("mcp-gateway host failed", "err", err)
+		return exitError
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)))
+	if err != nil {
+		return fail(fmt.Errorf("listening on port %d: %w", *port, err))
+	}
+	defer ln.Close()
+	url := *publicURL
+	if url == "" {
+		url = fmt.Sprintf("http://%s/mcp", net.JoinHostPort(displayHost(*addr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	guard := &netguard.Policy{AllowAll: *allowAny, Logger: logger}
+	flags := gatewayFlags{maxResponseBytes: *maxResponse}
+	h, err := host.Open(ctx, host.Options{
+		Dir:          *stateDir,
+		URL:          url,
+		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, logger, logOut),
+		Router:       gateway.RouterOptions{Prefix: mode, CallTimeout: *callTimeout},
+		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
+		StartTimeout: *startTimeout,
+		MaxBodyBytes: *maxBody,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer h.Close()
+	control, err := host.ListenControl(*stateDir)
+	if err != nil {
+		return fail(err)
+	}
+	defer control.Close()
+
+	mcpSrv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan error, 2)
+	go func() { served <- mcpSrv.Serve(ln) }()
+	go func() { served <- ctlSrv.Serve(control) }()
+	logger.Info("mcp-gateway host is ready", "url", url, "state_dir", *stateDir, "control", filepath.Join(*stateDir, host.SocketFile))
+
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fail(fmt.Errorf("serving: %w", err))
+		}
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	h.Drain()
+	_ = ctlSrv.Shutdown(shutdownCtx)
+	if err := mcpSrv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("calls in flight did not finish in time; cancelling them", "err", err)
+	}
+	return exitOK
+}
+
+// displayHost is the host part of the printed URL: a wildcard address
+// becomes 127.0.0.1, which at least works on the host itself.
+func displayHost(addr string) string {
+	if ip := net.ParseIP(addr); ip != nil && ip.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return addr
+}

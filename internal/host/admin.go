@@ -1,0 +1,733 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/metadata"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// ServerRequest registers a server: exactly one of URL, Command, Metadata.
+type ServerRequest struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+
+	URL       string   `json:"url,omitempty"`
+	Transport string   `json:"transport,omitempty"` // "", "http", "sse"
+	Headers   []string `json:"headers,omitempty"`   // "Name: value", values may hold ${secret}
+
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	Env     []string `json:"env,omitempty"`        // "NAME=value", values may hold ${secret}
+	Props   []string `json:"properties,omitempty"` // environment variables a sandbox may set (mcp-config-set)
+
+	Metadata string `json:"metadata,omitempty"` // a registry entry's or server.json's URL (or file)
+
+	// Replace replaces a registration of the same name, keeping its
+	// attachments (their instances restart).
+	Replace bool `json:"replace,omitempty"`
+}
+
+// AddResult answers a registration.
+type AddResult struct {
+	Server   *registry.Server `json:"server"`
+	Warnings []string         `json:"warnings,omitempty"`
+}
+
+// AddServer validates and registers a server, then lists its tools once
+// (for mcp-find); a server that cannot be listed yet is registered with a
+// warning saying why.
+func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, error) {
+	srv, warnings, err := h.buildServer(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	old := h.state.Servers[srv.Name]
+	if old != nil && !req.Replace {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("mcp server %q is already registered (%s); remove it first, or pass --replace", srv.Name, endpoint(old))
+	}
+	if old != nil {
+		srv.Tools = nil
+		if old.Binding() != srv.Binding() {
+			if left := h.secrets.ForServer(srv.Name); len(left) > 0 {
+				warnings = append(warnings, fmt.Sprintf("the endpoint changed: its secrets (%s) were set for the old one and are not sent until set again with `mcp-gateway secret set NAME`", strings.Join(left, ", ")))
+			}
+		}
+	}
+	h.state.Servers[srv.Name] = srv
+	if err := h.save(); err != nil {
+		if old != nil {
+			h.state.Servers[srv.Name] = old
+		} else {
+			delete(h.state.Servers, srv.Name)
+		}
+		h.mu.Unlock()
+		return nil, err
+	}
+	if old != nil {
+		for _, sb := range h.attachedTo(srv.Name) {
+			if err := h.restartInstance(ctx, sb, srv.Name); err != nil {
+				warnings = append(warnings, fmt.Sprintf("sandbox %q: %v", sb.name, err))
+			}
+		}
+	}
+	h.mu.Unlock()
+
+	if err := h.listTools(ctx, srv.Name); err != nil {
+		warnings = append(warnings, fmt.Sprintf("its tools could not be listed yet, so mcp-find knows only its name and description: %v", err))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings}, nil
+}
+
+// buildServer turns a request into a registration, or says what is wrong.
+func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Server, []string, error) {
+	if err := registry.ValidName("server", req.Name); err != nil {
+		return nil, nil, err
+	}
+	if req.Name == gateway.BuiltinServer {
+		return nil, nil, fmt.Errorf("server name %q is reserved for the gateway's own tools", req.Name)
+	}
+	kinds := 0
+	for _, set := range []bool{req.URL != "", req.Command != "", req.Metadata != ""} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return nil, nil, fmt.Errorf("mcp server %q: give exactly one of --url (a remote server), --command (a local one) or --metadata (a registry entry or server.json)", req.Name)
+	}
+	srv := &registry.Server{Name: req.Name, Description: req.Description, Added: time.Now().UTC().Truncate(time.Second)}
+	var warnings []string
+	switch {
+	case req.URL != "":
+		if req.Command != "" || len(req.Args) > 0 || len(req.Env) > 0 || req.Dir != "" || len(req.Props) > 0 {
+			return nil, nil, fmt.Errorf("mcp server %q: --args, --env, --dir and --property belong to a local server (--command), not to a remote one", req.Name)
+		}
+		var err error
+		if warnings, err = h.remote(ctx, srv, req); err != nil {
+			return nil, nil, err
+		}
+	case req.Metadata != "":
+		if err := h.fromMetadata(ctx, srv, req); err != nil {
+			return nil, nil, err
+		}
+		if err := local(srv, req); err != nil {
+			return nil, nil, err
+		}
+	default:
+		srv.Command, srv.Args = req.Command, req.Args
+		if err := local(srv, req); err != nil {
+			return nil, nil, err
+		}
+	}
+	return srv, warnings, nil
+}
+
+// remote fills a remote registration: URL, transport, header templates.
+func (h *Host) remote(ctx context.Context, srv *registry.Server, req ServerRequest) ([]string, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcp server %q: --url must be an http:// or https:// URL with a host, not %q", srv.Name, req.URL)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("mcp server %q: put credentials in a header with a ${placeholder}, not in the URL", srv.Name)
+	}
+	switch req.Transport {
+	case "", mcpconfig.TransportHTTP, mcpconfig.TransportSSE:
+	default:
+		return nil, fmt.Errorf("mcp server %q: --transport must be %q or %q (or left out to detect it), not %q", srv.Name, mcpconfig.TransportHTTP, mcpconfig.TransportSSE, req.Transport)
+	}
+	srv.URL, srv.Transport = req.URL, req.Transport
+	for _, hv := range req.Headers {
+		name, value, ok := strings.Cut(hv, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+			return nil, fmt.Errorf("mcp server %q: --header %q: write 'Name: value'", srv.Name, redactHeader(hv))
+		}
+		keys, err := mcpconfig.PlaceholderNames(value)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: header %s: %w", srv.Name, name, err)
+		}
+		if credentialName(name) && len(keys) == 0 {
+			return nil, fmt.Errorf("mcp server %q: header %s carries a credential, so its value must name a stored secret: write it like 'Bearer ${api-key}' and store the value with `mcp-gateway secret set mcp:%s:api-key`", srv.Name, name, srv.Name)
+		}
+		if srv.Headers == nil {
+			srv.Headers = map[string]string{}
+		}
+		srv.Headers[http.CanonicalHeaderKey(name)] = value
+	}
+	return h.addressWarnings(ctx, srv.Name, u), nil
+}
+
+// local checks and fills a local registration's environment and properties.
+func local(srv *registry.Server, req ServerRequest) error {
+	if len(req.Headers) > 0 || req.Transport != "" {
+		return fmt.Errorf("mcp server %q: --header and --transport belong to a remote server (--url)", srv.Name)
+	}
+	if req.Dir != "" {
+		if !filepath.IsAbs(req.Dir) {
+			return fmt.Errorf("mcp server %q: --dir must be an absolute path, not %q", srv.Name, req.Dir)
+		}
+		srv.Dir = req.Dir
+	}
+	for i, a := range srv.Args {
+		if _, err := mcpconfig.PlaceholderNames(a); err != nil {
+			return fmt.Errorf("mcp server %q: argument %d: %w", srv.Name, i+1, err)
+		}
+	}
+	for _, kv := range req.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !envName(name) {
+			return fmt.Errorf("mcp server %q: --env %q: write NAME=value, NAME made of letters, digits and '_'", srv.Name, name)
+		}
+		keys, err := mcpconfig.PlaceholderNames(value)
+		if err != nil {
+			return fmt.Errorf("mcp server %q: env %s: %w", srv.Name, name, err)
+		}
+		if credentialName(name) && len(keys) == 0 && value != "" {
+			return fmt.Errorf("mcp server %q: env %s looks like a credential, so its value must name a stored secret: write --env %s='${%s}' and store the value with `mcp-gateway secret set mcp:%s:%s`", srv.Name, name, name, strings.ToLower(name), srv.Name, strings.ToLower(name))
+		}
+		if srv.Env == nil {
+			srv.Env = map[string]string{}
+		}
+		srv.Env[name] = value
+	}
+	for _, p := range req.Props {
+		if !envName(p) {
+			return fmt.Errorf("mcp server %q: --property %q: name the environment variable it sets (letters, digits and '_')", srv.Name, p)
+		}
+		if slices.ContainsFunc(srv.Config, func(q registry.Property) bool { return q.Env == p }) {
+			continue
+		}
+		srv.Config = append(srv.Config, registry.Property{Name: strings.ToLower(p), Env: p})
+	}
+	return nil
+}
+
+// fromMetadata reads a registry entry or server.json into a local registration.
+func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) error {
+	data, err := h.readMetadata(ctx, req.Metadata)
+	if err != nil {
+		return fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
+	}
+	spec, err := metadata.Parse(data)
+	if err != nil {
+		return fmt.Errorf("mcp server %q: %s: %w", srv.Name, req.Metadata, err)
+	}
+	if req.Command != "" {
+		return fmt.Errorf("mcp server %q: --metadata gives the command; leave out --command", srv.Name)
+	}
+	srv.Metadata, srv.Package = req.Metadata, spec.Package
+	srv.Command, srv.Args = spec.Command, append(slices.Clone(spec.Args), req.Args...)
+	if srv.Description == "" {
+		srv.Description = spec.Description
+	}
+	for k, v := range spec.Env {
+		if srv.Env == nil {
+			srv.Env = map[string]string{}
+		}
+		srv.Env[k] = v
+	}
+	for _, p := range spec.Config {
+		srv.Config = append(srv.Config, registry.Property{Name: p.Name, Description: p.Description, Env: p.Env, Default: p.Default, Required: p.Required})
+	}
+	return nil
+}
+
+func (h *Host) readMetadata(ctx context.Context, ref string) ([]byte, error) {
+	if !strings.HasPrefix(ref, "http://") && !strings.HasPrefix(ref, "https://") {
+		return os.ReadFile(strings.TrimPrefix(ref, "file://"))
+	}
+	return h.opts.Fetch(ctx, ref)
+}
+
+// httpGet reads a metadata URL.
+func httpGet(ctx context.Context, rawURL string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+}
+
+// addressWarnings are the address checks at registration: what the URL's
+// host resolves to now. Connections are checked again at every dial.
+func (h *Host) addressWarnings(ctx context.Context, name string, u *url.URL) []string {
+	if h.opts.Attach.Guard != nil && h.opts.Attach.Guard.AllowAll {
+		return nil
+	}
+	host := u.Hostname()
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+			return []string{fmt.Sprintf("cannot resolve %s now (%v); it is checked again at every connection", host, err)}
+		}
+	}
+	var warnings []string
+	for _, ip := range ips {
+		switch c := netguard.Classify(ip); {
+		case c.Refused():
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: connections to it are refused unless the host runs with --allow-any-address", host, ip, c))
+		case c.Warned():
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: allowed, but DNS rebinding remains a risk", host, ip, c))
+		}
+	}
+	return warnings
+}
+
+// ServerSummary is one line of `server ls`.
+type ServerSummary struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"` // "remote" or "local"
+	Endpoint    string   `json:"endpoint"`
+	Description string   `json:"description,omitempty"`
+	Tools       int      `json:"tools"`
+	Sandboxes   []string `json:"sandboxes,omitempty"`
+}
+
+// Servers lists the registrations, sorted by name.
+func (h *Host) Servers() []ServerSummary {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ServerSummary
+	for _, name := range sortedKeys(h.state.Servers) {
+		srv := h.state.Servers[name]
+		out = append(out, ServerSummary{Name: name, Kind: kind(srv), Endpoint: endpoint(srv), Description: srv.Description,
+			Tools: len(srv.Tools), Sandboxes: h.sandboxNamesWith(name)})
+	}
+	return out
+}
+
+// SecretStatus says whether one secret a server names is usable.
+type SecretStatus struct {
+	Name   string `json:"name"`   // mcp:<server>:<key>
+	Status string `json:"status"` // "set", "not set", "set for another endpoint"
+}
+
+// ServerInfo is `server inspect`: the registration with its templates as
+// written and the state of each secret, never a value.
+type ServerInfo struct {
+	*registry.Server
+	Kind      string         `json:"kind"`
+	Secrets   []SecretStatus `json:"secrets,omitempty"`
+	Sandboxes []string       `json:"sandboxes,omitempty"`
+}
+
+// InspectServer describes one registration.
+func (h *Host) InspectServer(name string) (*ServerInfo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	srv := h.state.Servers[name]
+	if srv == nil {
+		return nil, h.unknownServer(name)
+	}
+	info := &ServerInfo{Server: srv, Kind: kind(srv), Sandboxes: h.sandboxNamesWith(name)}
+	for _, key := range placeholders(srv) {
+		st := SecretStatus{Name: secretName(name, key), Status: "set"}
+		if _, err := h.secrets.Get(st.Name, srv.Binding()); errors.Is(err, secrets.ErrNotSet) {
+			st.Status = "not set"
+		} else if errors.Is(err, secrets.ErrBindingChanged) {
+			st.Status = "set for another endpoint"
+		} else if err != nil {
+			st.Status = "unreadable: " + err.Error()
+		}
+		info.Secrets = append(info.Secrets, st)
+	}
+	return info, nil
+}
+
+// RemoveResult answers `server rm`.
+type RemoveResult struct {
+	DetachedFrom []string `json:"detachedFrom,omitempty"`
+	Secrets      []string `json:"secrets,omitempty"` // left in the store
+}
+
+// RemoveServer unregisters a server, detaching it from every sandbox. Its
+// secrets stay in the store (RemoveResult.Secrets) until removed.
+func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	srv := h.state.Servers[name]
+	if srv == nil {
+		return nil, h.unknownServer(name)
+	}
+	res := &RemoveResult{Secrets: h.secrets.ForServer(name)}
+	attached := h.attachedTo(name)
+	delete(h.state.Servers, name)
+	for _, sb := range attached {
+		rec := h.state.Sandboxes[sb.name]
+		rec.Servers = slices.DeleteFunc(rec.Servers, func(s string) bool { return s == name })
+		delete(rec.Config, name)
+		res.DetachedFrom = append(res.DetachedFrom, sb.name)
+	}
+	if err := h.save(); err != nil {
+		return nil, err
+	}
+	for _, sb := range attached {
+		if err := sb.gw.Router.Remove(name); err != nil {
+			h.log.Warn("stopping a removed server", "sandbox", sb.name, "server", name, "err", err)
+		}
+	}
+	return res, nil
+}
+
+// SetSecret stores a secret of a registered server, bound to its current
+// endpoint; the server's failed instances are restarted with it.
+func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, error) {
+	server, key, err := secrets.ParseName(name)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	srv := h.state.Servers[server]
+	if srv == nil {
+		return nil, fmt.Errorf("secret %s: %w", name, h.unknownServer(server))
+	}
+	if err := h.secrets.Set(name, srv.Binding(), value); err != nil {
+		return nil, err
+	}
+	var warnings []string
+	if len(srv.Tools) == 0 {
+		h.probe(server) // it may be listable now
+	}
+	if !slices.Contains(placeholders(srv), key) {
+		warnings = append(warnings, fmt.Sprintf("mcp server %q names no ${%s} in its headers, env or args, so this secret is not used", server, key))
+	}
+	for _, sb := range h.attachedTo(server) {
+		if st := sb.gw.Router.Status()[server]; st.State != "ready" {
+			if err := h.restartInstance(ctx, sb, server); err != nil {
+				warnings = append(warnings, fmt.Sprintf("sandbox %q: %v", sb.name, err))
+			}
+		}
+	}
+	return warnings, nil
+}
+
+// Secrets lists the stored secrets, names only.
+func (h *Host) Secrets() []secrets.Entry { return h.secrets.List() }
+
+// RemoveSecret deletes a stored secret.
+func (h *Host) RemoveSecret(name string) error {
+	if _, _, err := secrets.ParseName(name); err != nil {
+		return err
+	}
+	return h.secrets.Remove(name)
+}
+
+// SandboxRequest creates a sandbox: static with Static's servers, else dynamic.
+type SandboxRequest struct {
+	Name   string   `json:"name"`
+	Static []string `json:"static,omitempty"`
+}
+
+// SandboxCreated answers sandbox create; the token is shown this once.
+type SandboxCreated struct {
+	Name     string   `json:"name"`
+	Mode     string   `json:"mode"`
+	URL      string   `json:"url"`
+	Token    string   `json:"token"`
+	Servers  []string `json:"servers,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// CreateSandbox makes a sandbox with a fresh token and starts its servers.
+func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxCreated, error) {
+	if err := registry.ValidName("sandbox", req.Name); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state.Sandboxes[req.Name] != nil {
+		return nil, fmt.Errorf("sandbox %q already exists; remove it first with `mcp-gateway sandbox rm %s`", req.Name, req.Name)
+	}
+	mode := registry.ModeDynamic
+	var servers []string
+	if len(req.Static) > 0 {
+		mode = registry.ModeStatic
+		for _, s := range req.Static {
+			s = strings.TrimSpace(s)
+			if s == "" || slices.Contains(servers, s) {
+				continue
+			}
+			srv := h.state.Servers[s]
+			if srv == nil {
+				return nil, fmt.Errorf("sandbox %q: %w", req.Name, h.unknownServer(s))
+			}
+			if _, err := h.instanceSpec(srv, nil); err != nil {
+				return nil, fmt.Errorf("sandbox %q: %w", req.Name, err)
+			}
+			servers = append(servers, s)
+		}
+	}
+	token := newToken()
+	rec := &registry.Sandbox{Name: req.Name, Mode: mode, TokenHash: hashToken(token), Servers: servers, Created: time.Now().UTC().Truncate(time.Second)}
+	h.state.Sandboxes[req.Name] = rec
+	if err := h.save(); err != nil {
+		delete(h.state.Sandboxes, req.Name)
+		return nil, err
+	}
+	sb := h.newSandbox(rec)
+	h.sandboxes[req.Name] = sb
+	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	sb.gw.Router.StartAll(startCtx)
+	cancel()
+	h.publishTokens()
+	out := &SandboxCreated{Name: req.Name, Mode: mode, URL: h.opts.URL, Token: token, Servers: servers}
+	for name, st := range sb.gw.Router.Status() {
+		if st.State != "ready" {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("mcp server %q did not start (%s); it is retried in the background", name, st.LastError))
+		}
+	}
+	slices.Sort(out.Warnings)
+	return out, nil
+}
+
+// SandboxSummary is one line of `sandbox ls`.
+type SandboxSummary struct {
+	Name    string                          `json:"name"`
+	Mode    string                          `json:"mode"`
+	Servers []string                        `json:"servers,omitempty"`
+	Status  map[string]gateway.ServerStatus `json:"status,omitempty"`
+	Created time.Time                       `json:"created"`
+}
+
+// Sandboxes lists the sandboxes, sorted by name.
+func (h *Host) Sandboxes() []SandboxSummary {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []SandboxSummary
+	for _, name := range sortedKeys(h.state.Sandboxes) {
+		rec := h.state.Sandboxes[name]
+		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: h.sandboxes[name].gw.Router.Status(), Created: rec.Created})
+	}
+	return out
+}
+
+// RemoveSandbox revokes a sandbox's token at once, ends its sessions and
+// stops its servers.
+func (h *Host) RemoveSandbox(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec := h.state.Sandboxes[name]
+	if rec == nil {
+		return h.unknownSandbox(name)
+	}
+	delete(h.state.Sandboxes, name)
+	if err := h.save(); err != nil {
+		h.state.Sandboxes[name] = rec
+		return err
+	}
+	sb := h.sandboxes[name]
+	delete(h.sandboxes, name)
+	h.publishTokens()
+	h.front.Forget(sb.gw)
+	sb.gw.Close()
+	return sb.gw.Router.Close()
+}
+
+// LoadResult answers a load: the tools the server brought, as exposed.
+type LoadResult struct {
+	Server string            `json:"server"`
+	Tools  []json.RawMessage `json:"tools"`
+}
+
+// Load attaches a registered server to a running sandbox: its instance
+// starts, its tools join the sandbox's view (connected clients hear
+// list_changed), and the attachment is saved. A server that fails to start
+// is not attached.
+func (h *Host) Load(ctx context.Context, server, sandbox string) (*LoadResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.load(ctx, server, sandbox)
+}
+
+func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResult, error) {
+	sb, rec := h.sandboxes[sandboxName], h.state.Sandboxes[sandboxName]
+	if sb == nil {
+		return nil, h.unknownSandbox(sandboxName)
+	}
+	if h.state.Servers[server] == nil {
+		return nil, h.unknownServer(server)
+	}
+	if slices.Contains(rec.Servers, server) {
+		return nil, fmt.Errorf("mcp server %q is already loaded in sandbox %q", server, sandboxName)
+	}
+	if err := h.attachServer(sb, server); err != nil {
+		return nil, err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	defer cancel()
+	if err := sb.gw.Router.StartServer(startCtx, server); err != nil {
+		_ = sb.gw.Router.Remove(server)
+		return nil, fmt.Errorf("mcp server %q did not start, so it is not loaded: %w", server, err)
+	}
+	rec.Servers = append(rec.Servers, server)
+	if err := h.save(); err != nil {
+		rec.Servers = rec.Servers[:len(rec.Servers)-1]
+		_ = sb.gw.Router.Remove(server)
+		return nil, err
+	}
+	return &LoadResult{Server: server, Tools: sb.gw.Router.Tools(server)}, nil
+}
+
+// Unload detaches a server from a sandbox: its tools leave the view
+// (list_changed), its instance stops, and the change is saved.
+func (h *Host) Unload(server, sandboxName string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sb, rec := h.sandboxes[sandboxName], h.state.Sandboxes[sandboxName]
+	if sb == nil {
+		return h.unknownSandbox(sandboxName)
+	}
+	if !slices.Contains(rec.Servers, server) {
+		return fmt.Errorf("mcp server %q is not loaded in sandbox %q (it has: %s)", server, sandboxName, orNone(rec.Servers))
+	}
+	prev := rec.Servers
+	rec.Servers = slices.DeleteFunc(slices.Clone(rec.Servers), func(s string) bool { return s == server })
+	if err := h.save(); err != nil {
+		rec.Servers = prev
+		return err
+	}
+	return sb.gw.Router.Remove(server)
+}
+
+// restartInstance replaces a sandbox's instance of a server by a new one
+// (new configuration, new secret) and starts it.
+func (h *Host) restartInstance(ctx context.Context, sb *sandbox, server string) error {
+	if err := sb.gw.Router.Remove(server); err != nil {
+		return err
+	}
+	if err := h.attachServer(sb, server); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	defer cancel()
+	return sb.gw.Router.StartServer(startCtx, server)
+}
+
+// attachedTo lists the running sandboxes a server is attached to.
+func (h *Host) attachedTo(server string) []*sandbox {
+	var out []*sandbox
+	for _, name := range h.sandboxNamesWith(server) {
+		if sb := h.sandboxes[name]; sb != nil {
+			out = append(out, sb)
+		}
+	}
+	return out
+}
+
+func (h *Host) sandboxNamesWith(server string) []string {
+	var names []string
+	for _, name := range sortedKeys(h.state.Sandboxes) {
+		if slices.Contains(h.state.Sandboxes[name].Servers, server) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func (h *Host) unknownServer(name string) error {
+	return fmt.Errorf("mcp server %q is not registered (registered: %s)", name, orNone(sortedKeys(h.state.Servers)))
+}
+
+func (h *Host) unknownSandbox(name string) error {
+	return fmt.Errorf("sandbox %q does not exist (sandboxes: %s)", name, orNone(sortedKeys(h.state.Sandboxes)))
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func kind(srv *registry.Server) string {
+	if srv.Remote() {
+		return "remote"
+	}
+	return "local"
+}
+
+// endpoint is a registration's URL or command line, for listings.
+func endpoint(srv *registry.Server) string {
+	if srv.Remote() {
+		return srv.URL
+	}
+	return strings.Join(append([]string{srv.Command}, srv.Args...), " ")
+}
+
+// credentialName reports a header or variable name that carries a credential.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	for _, w := range []string{"token", "key", "secret", "password", "passwd", "credential", "auth"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func envName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// redactHeader shows a header argument without its value.
+func redactHeader(hv string) string {
+	if name, _, ok := strings.Cut(hv, ":"); ok {
+		return name + ": …"
+	}
+	if len(hv) > 20 {
+		return hv[:8] + "…"
+	}
+	return hv
+}

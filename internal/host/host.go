@@ -1,0 +1,417 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/attach"
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// Options configure a Host. Dir is required.
+type Options struct {
+	// Dir is the state directory: the state file, the secret store and its
+	// key, the control socket.
+	Dir string
+	// URL is the MCP endpoint as sandboxes reach it, printed by
+	// sandbox create ("http://127.0.0.1:8811/mcp").
+	URL string
+	// Attach is what every server instance shares (environment, logs,
+	// address checks); its Guard also checks addresses at registration.
+	Attach attach.Options
+	// Gateway configures each sandbox's router (naming, call timeout).
+	Router gateway.RouterOptions
+	// Info is the gateway's name and version as clients see it.
+	Info gateway.Info
+	// StartTimeout bounds the first start of a sandbox's servers and a
+	// live load; 0 means 60 s.
+	StartTimeout time.Duration
+	// MaxBodyBytes bounds an MCP request body; 0 is the front's default.
+	MaxBodyBytes int64
+	// Fetch reads a metadata URL (a registry entry or server.json); nil
+	// means an HTTP GET with a 30 s timeout.
+	Fetch func(ctx context.Context, url string) ([]byte, error)
+}
+
+// Host is the daemon's core: the registry, the secrets, and a running
+// gateway per sandbox.
+type Host struct {
+	opts    Options
+	log     *slog.Logger
+	store   *registry.Store
+	secrets *secrets.Store
+	front   *front.Handler
+
+	// mu serializes every change (the control socket's commands and the
+	// built-in tools that change state), so two commands at once lose
+	// nothing; state is only read or written under it.
+	mu        sync.Mutex
+	state     *registry.State
+	sandboxes map[string]*sandbox
+
+	// tokens maps a token's hash to its sandbox; replaced whole on every
+	// change, read without a lock on every request.
+	tokens atomic.Pointer[map[string]*sandbox]
+
+	probes sync.WaitGroup
+	closed chan struct{}
+}
+
+// sandbox is one running sandbox: its gateway over its own server instances.
+type sandbox struct {
+	name string
+	mode string
+	gw   *gateway.Gateway
+}
+
+// Open reads the state directory and starts every sandbox's servers (a
+// server that fails is retried in the background). A state file or secret
+// store that cannot be read is an error, and nothing is written.
+func Open(ctx context.Context, opts Options) (*Host, error) {
+	if opts.Attach.Logger == nil {
+		opts.Attach.Logger = slog.Default()
+	}
+	if opts.Attach.Guard == nil {
+		opts.Attach.Guard = &netguard.Policy{Logger: opts.Attach.Logger}
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.Fetch == nil {
+		opts.Fetch = httpGet
+	}
+	opts.Router.Logger = opts.Attach.Logger
+	store, err := registry.Open(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Load()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	sec, err := secrets.Open(opts.Dir)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
+		sandboxes: map[string]*sandbox{}, closed: make(chan struct{})}
+	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes}
+
+	var wg sync.WaitGroup
+	for _, name := range sortedKeys(st.Sandboxes) {
+		sb := h.newSandbox(st.Sandboxes[name])
+		h.sandboxes[name] = sb
+		wg.Go(func() {
+			startCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+			defer cancel()
+			sb.gw.Router.StartAll(startCtx)
+		})
+	}
+	wg.Wait()
+	h.publishTokens()
+	for _, name := range sortedKeys(st.Servers) {
+		if len(st.Servers[name].Tools) == 0 {
+			h.probe(name)
+		}
+	}
+	return h, nil
+}
+
+// Handler serves /mcp for every sandbox, and /health.
+func (h *Host) Handler() http.Handler { return h.front }
+
+// Close ends every sandbox's sessions and stops every server.
+func (h *Host) Close() error {
+	close(h.closed)
+	h.probes.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.front.Close()
+	var errs []error
+	for _, sb := range h.sandboxes {
+		sb.gw.Close()
+		errs = append(errs, sb.gw.Router.Close())
+	}
+	h.tokens.Store(&map[string]*sandbox{})
+	errs = append(errs, h.store.Close())
+	return errors.Join(errs...)
+}
+
+// Drain ends every sandbox's long-lived streams, the first step of a shutdown.
+func (h *Host) Drain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, sb := range h.sandboxes {
+		sb.gw.Drain()
+	}
+}
+
+// tenant returns the gateway of the sandbox whose token this is.
+func (h *Host) tenant(token string) *gateway.Gateway {
+	if sb := (*h.tokens.Load())[hashToken(token)]; sb != nil {
+		return sb.gw
+	}
+	return nil
+}
+
+// publishTokens makes the current sandboxes' tokens the valid ones. Called
+// with h.mu held (or before serving).
+func (h *Host) publishTokens() {
+	m := make(map[string]*sandbox, len(h.sandboxes))
+	for name, sb := range h.sandboxes {
+		m[h.state.Sandboxes[name].TokenHash] = sb
+	}
+	h.tokens.Store(&m)
+}
+
+func (h *Host) health() any {
+	return map[string]any{"status": "ok", "sandboxes": len(*h.tokens.Load())}
+}
+
+// newSandbox builds a sandbox's gateway with its attached servers (not started).
+func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
+	router := gateway.NewRouter(h.opts.Router)
+	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info)}
+	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
+		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
+	}
+	for _, name := range rec.Servers {
+		if err := h.attachServer(sb, name); err != nil {
+			h.log.Warn("a server attached to this sandbox cannot start", "sandbox", sb.name, "server", name, "err", err)
+		}
+	}
+	return sb
+}
+
+// attachServer adds a registered server's instance to a sandbox's router,
+// configured for that sandbox; it is not started.
+func (h *Host) attachServer(sb *sandbox, name string) error {
+	srv := h.state.Servers[name]
+	if srv == nil {
+		return fmt.Errorf("mcp server %q is not registered", name)
+	}
+	spec, err := h.instanceSpec(srv, h.state.Sandboxes[sb.name].Config[name])
+	if err != nil {
+		return err
+	}
+	var lookup func(string) (string, bool)
+	if srv.Remote() {
+		lookup = h.secretLookup(srv)
+	}
+	attach.Add(sb.gw, spec, lookup, h.opts.Attach)
+	return nil
+}
+
+// instanceSpec is a registered server as one sandbox runs it: a local
+// server's placeholders resolved from the secret store, its declared
+// properties from the sandbox's configuration or their defaults.
+func (h *Host) instanceSpec(srv *registry.Server, config map[string]string) (mcpconfig.Server, error) {
+	if srv.Remote() {
+		if err := h.checkSecrets(srv); err != nil {
+			return mcpconfig.Server{}, err
+		}
+		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers}, nil
+	}
+	lookup := h.secretLookup(srv)
+	env := map[string]string{}
+	for k, v := range srv.Env {
+		expanded, err := mcpconfig.Expand(v, lookup)
+		if err != nil {
+			return mcpconfig.Server{}, fmt.Errorf("mcp server %q: env %s: %w%s", srv.Name, k, err, h.secretHint(srv, v))
+		}
+		env[k] = expanded
+	}
+	for _, p := range srv.Config {
+		v, ok := config[p.Name]
+		if !ok {
+			v, ok = p.Default, p.Default != ""
+		}
+		if !ok {
+			if p.Required {
+				return mcpconfig.Server{}, fmt.Errorf("mcp server %q needs its property %q: set it with mcp-config-set {\"server\":%q,\"config\":{%q:...}}", srv.Name, p.Name, srv.Name, p.Name)
+			}
+			continue
+		}
+		env[p.Env] = v
+	}
+	args := make([]string, len(srv.Args))
+	for i, a := range srv.Args {
+		expanded, err := mcpconfig.Expand(a, lookup)
+		if err != nil {
+			return mcpconfig.Server{}, fmt.Errorf("mcp server %q: argument %d: %w%s", srv.Name, i+1, err, h.secretHint(srv, a))
+		}
+		args[i] = expanded
+	}
+	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: srv.Dir, Env: env}, nil
+}
+
+// secretLookup resolves a server's ${name} placeholders from the secret
+// store, only secrets set for the server's current endpoint.
+func (h *Host) secretLookup(srv *registry.Server) func(string) (string, bool) {
+	binding := srv.Binding()
+	return func(key string) (string, bool) {
+		v, err := h.secrets.Get(secretName(srv.Name, key), binding)
+		return v, err == nil
+	}
+}
+
+// checkSecrets reports the first placeholder of a remote server's headers
+// without a usable secret, saying why (never set, or set for another URL).
+func (h *Host) checkSecrets(srv *registry.Server) error {
+	for _, key := range placeholders(srv) {
+		if _, err := h.secrets.Get(secretName(srv.Name, key), srv.Binding()); err != nil {
+			return fmt.Errorf("mcp server %q: placeholder ${%s}: %w", srv.Name, key, err)
+		}
+	}
+	return nil
+}
+
+func (h *Host) secretHint(srv *registry.Server, template string) string {
+	names, _ := mcpconfig.PlaceholderNames(template)
+	for _, key := range names {
+		if _, err := h.secrets.Get(secretName(srv.Name, key), srv.Binding()); err != nil {
+			return fmt.Sprintf(" (%v)", err)
+		}
+	}
+	return ""
+}
+
+// secretName is the store's name of a server's secret.
+func secretName(server, key string) string { return "mcp:" + server + ":" + key }
+
+// placeholders are the secret keys a server's templates name, sorted.
+func placeholders(srv *registry.Server) []string {
+	var keys []string
+	add := func(v string) {
+		names, _ := mcpconfig.PlaceholderNames(v)
+		for _, n := range names {
+			if !slices.Contains(keys, n) {
+				keys = append(keys, n)
+			}
+		}
+	}
+	for _, v := range srv.Headers {
+		add(v)
+	}
+	for _, v := range srv.Env {
+		add(v)
+	}
+	for _, v := range srv.Args {
+		add(v)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// save writes the state; called with h.mu held after every change.
+func (h *Host) save() error {
+	if err := h.store.Save(h.state); err != nil {
+		return fmt.Errorf("saving the state: %w", err)
+	}
+	return nil
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func newToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// toolsOf reads name and description of tool definitions, for mcp-find.
+func toolsOf(defs []json.RawMessage) []registry.Tool {
+	tools := make([]registry.Tool, 0, len(defs))
+	for _, d := range defs {
+		var t registry.Tool
+		if json.Unmarshal(d, &t) == nil && t.Name != "" {
+			tools = append(tools, t)
+		}
+	}
+	return tools
+}
+
+// listTools lists a server's tools once in a throwaway instance and keeps
+// them in its registration, for mcp-find.
+func (h *Host) listTools(ctx context.Context, name string) error {
+	h.mu.Lock()
+	srv := h.state.Servers[name]
+	if srv == nil {
+		h.mu.Unlock()
+		return h.unknownServer(name)
+	}
+	spec, err := h.instanceSpec(srv, nil)
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	gw := gateway.New(gateway.NewRouter(h.opts.Router), h.opts.Info)
+	defer gw.Router.Close()
+	var lookup func(string) (string, bool)
+	if srv.Remote() {
+		lookup = h.secretLookup(srv)
+	}
+	attach.Add(gw, spec, lookup, h.opts.Attach)
+	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	defer cancel()
+	if err := gw.Router.StartServer(ctx, name); err != nil {
+		return err
+	}
+	tools := toolsOf(gw.Router.Tools(name))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur := h.state.Servers[name]; cur == srv {
+		srv.Tools = tools
+		return h.save()
+	}
+	return nil
+}
+
+// probe lists a server's tools in the background (servers registered before
+// their tools could be listed, at start-up).
+func (h *Host) probe(name string) {
+	h.probes.Go(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-h.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := h.listTools(ctx, name); err != nil {
+			h.log.Info("the server's tools are not known yet; mcp-find uses its name and description", "server", name, "err", err)
+		}
+	})
+}
