@@ -88,6 +88,7 @@ func writeStandIns(dir string) error {
 ` + record + `
 [ "$1" = "-y" ] && shift
 pkg="$1"; shift
+case "$pkg" in @*/*@*) pkg="${pkg%@*}";; esac # a pinned version: the installed one stands in
 exec "` + npmBin + `/mcp-server-${pkg#@modelcontextprotocol/server-}" "$@"
 `
 	uvx := `#!/bin/sh

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -276,6 +276,14 @@ func TestHostMode(t *testing.T) {
 		t.Errorf("both sandboxes reach the same tester process (pid %s): a local server runs once per sandbox", dynPid)
 	}
 
+	h.mustCLI("", "unload", "tester", "--sandbox", "dyn")
+	waitListChanged(t, changed, "unload tester")
+	if names := toolNames(ctx, t, dync); slices.Contains(names, "pid") {
+		t.Errorf("after unload, the dynamic sandbox still offers the tester's tools: %v", names)
+	}
+	h.mustCLI("", "load", "tester", "--sandbox", "dyn")
+	waitListChanged(t, changed, "load tester again")
+
 	// One sandbox's token never reaches another's servers.
 	if _, err := stc.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"}); err == nil || !strings.Contains(err.Error(), "Unknown tool: whoami") {
 		t.Errorf("the static sandbox calling the dynamic one's whoami: %v", err)
@@ -449,4 +457,36 @@ func exitCode(err error) int {
 	return 0
 }
 
-var _ = syscall.SIGTERM
+// A server registered from an MCP registry entry runs its npm package
+// through npx, with its declared variables as configuration properties.
+func TestHostMetadataRegistration(t *testing.T) {
+	entry := `{"server":{"name":"io.github.modelcontextprotocol/server-memory","description":"Knowledge graph memory",
+		"version":"2026.8.31","packages":[{"registryType":"npm","identifier":"@modelcontextprotocol/server-memory","version":"2026.8.31",
+		"transport":{"type":"stdio"},"environmentVariables":[{"name":"MEMORY_FILE_PATH","description":"Where the graph is kept"}]}]},"_meta":{}}`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, entry)
+	}))
+	defer ts.Close()
+	standInLog := filepath.Join(t.TempDir(), "standin.log")
+	t.Setenv("STANDIN_LOG", standInLog)
+	h := startHost(t, filepath.Join(t.TempDir(), "state"))
+	out := h.mustCLI("", "server", "add", "mem", "--metadata", ts.URL+"/v0/servers/x")
+	if !strings.Contains(out, `registered mcp server "mem" (9 tools)`) {
+		t.Errorf("server add --metadata: %s", out)
+	}
+	out = h.mustCLI("", "server", "inspect", "mem")
+	for _, want := range []string{`"command": "npx"`, `"-y"`, `"@modelcontextprotocol/server-memory@2026.8.31"`, `"package": "npm @modelcontextprotocol/server-memory@2026.8.31"`, `"env": "MEMORY_FILE_PATH"`, `"description": "Knowledge graph memory"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("server inspect mem lacks %s:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(standInLog); !strings.Contains(string(b), "npx -y @modelcontextprotocol/server-memory@2026.8.31") {
+		t.Errorf("npx was run as %q", b)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"name":"x/remote-only","remotes":[{"type":"streamable-http","url":"https://example.com/mcp"}]}`)
+	}))
+	defer bad.Close()
+	h.failCLI("register its remote with --url instead", "", "server", "add", "remote-only", "--metadata", bad.URL)
+}
