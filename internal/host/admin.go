@@ -409,7 +409,7 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 }
 
 // SetSecret stores a secret of a registered server, bound to its current
-// endpoint; the server's failed instances are restarted with it.
+// endpoint; the server's instances that use it restart with it.
 func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, error) {
 	server, key, err := secrets.ParseName(name)
 	if err != nil {
@@ -430,12 +430,13 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	}
 	if !slices.Contains(placeholders(srv), key) {
 		warnings = append(warnings, fmt.Sprintf("mcp server %q names no ${%s} in its headers, env or args, so this secret is not used", server, key))
+		return warnings, nil
 	}
+	// A new or rotated value takes effect at once: the server's instances
+	// restart with it.
 	for _, sb := range h.attachedTo(server) {
-		if st := sb.gw.Router.Status()[server]; st.State != "ready" {
-			if err := h.restartInstance(ctx, sb, server); err != nil {
-				warnings = append(warnings, fmt.Sprintf("sandbox %q: %v", sb.name, err))
-			}
+		if err := h.restartInstance(ctx, sb, server); err != nil {
+			warnings = append(warnings, fmt.Sprintf("sandbox %q: %v", sb.name, err))
 		}
 	}
 	return warnings, nil
