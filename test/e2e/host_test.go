@@ -369,6 +369,15 @@ func TestHostMode(t *testing.T) {
 	if got, _ := callText(ctx, t, dync2, "whoami", nil); got != "authorized" {
 		t.Errorf("whoami after the restart (the secret must survive it): %q", got)
 	}
+	// A rotated secret is used at once.
+	out = h.mustCLI("wrong-value", "secret", "set", "mcp:secured:token")
+	if !strings.Contains(out, `warning: sandbox "dyn"`) {
+		t.Errorf("setting a secret the server refuses should warn that its instance did not restart: %s", out)
+	}
+	h.mustCLI(securedToken, "secret", "set", "mcp:secured:token")
+	if got, _ := callText(ctx, t, dync2, "whoami", nil); got != "authorized" {
+		t.Errorf("whoami after the secret was set back: %q", got)
+	}
 	if got, _ := callText(ctx, t, dync2, "read_graph", nil); !strings.Contains(got, "Ada") {
 		t.Errorf("after the restart the dynamic sandbox's memory configuration is lost: %s", got)
 	}
