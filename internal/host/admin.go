@@ -401,6 +401,10 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 		return nil, err
 	}
 	for _, sb := range attached {
+		if _, had := sb.unattached[name]; had {
+			delete(sb.unattached, name)
+			continue
+		}
 		if err := sb.gw.Router.Remove(name); err != nil {
 			h.log.Warn("stopping a removed server", "sandbox", sb.name, "server", name, "err", err)
 		}
@@ -536,8 +540,12 @@ func (h *Host) Sandboxes() []SandboxSummary {
 	defer h.mu.Unlock()
 	var out []SandboxSummary
 	for _, name := range sortedKeys(h.state.Sandboxes) {
-		rec := h.state.Sandboxes[name]
-		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: h.sandboxes[name].gw.Router.Status(), Created: rec.Created})
+		rec, sb := h.state.Sandboxes[name], h.sandboxes[name]
+		status := sb.gw.Router.Status()
+		for server, why := range sb.unattached {
+			status[server] = gateway.ServerStatus{State: "failed", LastError: why}
+		}
+		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created})
 	}
 	return out
 }
@@ -627,18 +635,26 @@ func (h *Host) Unload(server, sandboxName string) error {
 		rec.Servers = prev
 		return err
 	}
+	if _, had := sb.unattached[server]; had {
+		delete(sb.unattached, server)
+		return nil
+	}
 	return sb.gw.Router.Remove(server)
 }
 
 // restartInstance replaces a sandbox's instance of a server by a new one
 // (new configuration, new secret) and starts it.
 func (h *Host) restartInstance(ctx context.Context, sb *sandbox, server string) error {
-	if err := sb.gw.Router.Remove(server); err != nil {
-		return err
+	if _, had := sb.unattached[server]; !had {
+		if err := sb.gw.Router.Remove(server); err != nil {
+			return err
+		}
 	}
 	if err := h.attachServer(sb, server); err != nil {
+		sb.unattached[server] = err.Error()
 		return err
 	}
+	delete(sb.unattached, server)
 	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
 	return sb.gw.Router.StartServer(startCtx, server)

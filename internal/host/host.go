@@ -78,6 +78,9 @@ type sandbox struct {
 	name string
 	mode string
 	gw   *gateway.Gateway
+	// unattached holds why an attached server has no instance (its
+	// secret or a required property is missing), by server.
+	unattached map[string]string
 }
 
 // Open reads the state directory and starts every sandbox's servers (a
@@ -189,13 +192,14 @@ func (h *Host) health() any {
 // newSandbox builds a sandbox's gateway with its attached servers (not started).
 func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
-	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info)}
+	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}
 	for _, name := range rec.Servers {
 		if err := h.attachServer(sb, name); err != nil {
 			h.log.Warn("a server attached to this sandbox cannot start", "sandbox", sb.name, "server", name, "err", err)
+			sb.unattached[name] = err.Error()
 		}
 	}
 	return sb
