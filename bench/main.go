@@ -5,7 +5,8 @@
 //	go run ./bench -era both          the full benchmark (make bench), a few minutes
 //	go run ./bench -short -era both   seconds: one round, few calls (make bench-short, CI)
 //	go run ./bench -pprof ...         a gateway build with net/http/pprof: goroutines,
-//	                                  live heap, and -cpuprofile
+//	                                  live heap, -cpuprofile and -memprofile
+//	go run ./bench -baseline-rev REV  also a gateway built from REV, in the same rounds
 //
 // It builds the gateway (./cmd/mcp-gateway) and its own echo MCP server
 // (./bench/echo), then measures:
@@ -60,6 +61,8 @@ type options struct {
 	directJSON   bool
 	gatewayBin   string
 	gatewayRev   string
+	baselineBin  string
+	baselineRev  string
 	out          string
 
 	startupServers []int
@@ -73,6 +76,7 @@ type options struct {
 
 	pprof          bool
 	cpuProfile     string
+	memProfile     string
 	profileSeconds int
 	profileEra     string
 	profileHTTP    bool
@@ -104,6 +108,8 @@ Flags:
 	fs.BoolVar(&o.directJSON, "direct-json", false, "the direct echo server answers application/json instead of its default SSE stream")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this mcp-gateway `binary` instead of building ./cmd/mcp-gateway")
 	fs.StringVar(&o.gatewayRev, "gateway-rev", "", "build the gateway from this git `revision` (git archive) instead of the work tree")
+	fs.StringVar(&o.baselineRev, "baseline-rev", "", "also measure a gateway built from this git `revision` (calls and sessions), side by side in the same rounds: before and after a change")
+	fs.StringVar(&o.baselineBin, "baseline-bin", "", "also measure this mcp-gateway `binary` as the baseline (see -baseline-rev)")
 	fs.StringVar(&o.out, "o", "", "also write the Markdown report to `file`")
 	startup := fs.String("startup-servers", "", "server counts for the launch-to-ready measure (default 1,8,32; -short 1,8)")
 	fs.IntVar(&o.startupReps, "startup-reps", 0, "launches per server count (default 5; -short 1)")
@@ -116,6 +122,7 @@ Flags:
 	fs.BoolVar(&o.pprof, "pprof", false, "build the gateway with net/http/pprof on a side port (go build -overlay: the repository is not changed), "+
 		"for goroutine counts, live heap and -cpuprofile")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway under 16 concurrent calls to `file` (needs -pprof)")
+	fs.StringVar(&o.memProfile, "memprofile", "", "with -cpuprofile, also write the gateway's allocation profiles from before and after the profiled load to `file`.base and file")
 	fs.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the -cpuprofile profile")
 	fs.StringVar(&o.profileEra, "profile-era", "legacy", "protocol era of the -cpuprofile load: legacy or "+eraModern)
 	fs.BoolVar(&o.profileHTTP, "profile-http", false, "profile gateway → HTTP upstream instead of gateway → stdio")
@@ -166,11 +173,17 @@ Flags:
 	if o.gatewayBin != "" && o.gatewayRev != "" {
 		return nil, errors.New("give -gateway-bin or -gateway-rev, not both")
 	}
+	if o.baselineBin != "" && o.baselineRev != "" {
+		return nil, errors.New("give -baseline-bin or -baseline-rev, not both")
+	}
 	if o.gatewayBin != "" && o.pprof {
 		return nil, errors.New("-pprof builds the gateway: it cannot use -gateway-bin")
 	}
 	if o.cpuProfile != "" && !o.pprof {
 		return nil, errors.New("-cpuprofile needs -pprof")
+	}
+	if o.memProfile != "" && o.cpuProfile == "" {
+		return nil, errors.New("-memprofile needs -cpuprofile")
 	}
 	switch o.profileEra {
 	case "legacy":
@@ -218,6 +231,8 @@ type bench struct {
 	token    string
 	report   *report
 	rev      string // the commit -gateway-rev resolved to
+	baseline string // the baseline mcp-gateway binary (-baseline-rev, -baseline-bin); "" for none
+	baseRev  string // the commit -baseline-rev resolved to
 	gateways int    // gateways started, for unique file names
 }
 
@@ -294,6 +309,12 @@ func run(args []string) int {
 	if opts.pprof {
 		b.report.commit += ", built with net/http/pprof on a side port (-pprof)"
 	}
+	switch {
+	case opts.baselineRev != "":
+		b.report.baseline = "commit " + b.baseRev + " (-baseline-rev " + opts.baselineRev + ")"
+	case opts.baselineBin != "":
+		b.report.baseline = "the binary " + opts.baselineBin + " (-baseline-bin)"
+	}
 
 	began := time.Now()
 	for _, p := range []struct {
@@ -341,6 +362,9 @@ func (b *bench) build() error {
 	if err := goBuild(root, b.echo, "./bench/echo"); err != nil {
 		return err
 	}
+	if err := b.buildBaseline(root); err != nil {
+		return err
+	}
 	switch {
 	case b.gateway != "":
 		b.gateway, err = filepath.Abs(b.gateway)
@@ -362,6 +386,41 @@ func (b *bench) build() error {
 		flags = append(flags, "-overlay", overlay)
 	}
 	return goBuild(root, b.gateway, "./cmd/mcp-gateway", flags...)
+}
+
+// buildBaseline builds the gateway of -baseline-rev, or takes -baseline-bin.
+func (b *bench) buildBaseline(root string) error {
+	switch {
+	case b.opts.baselineBin != "":
+		var err error
+		b.baseline, err = filepath.Abs(b.opts.baselineBin)
+		return err
+	case b.opts.baselineRev != "":
+		src := filepath.Join(b.dir, "baseline-src")
+		var err error
+		if b.baseRev, err = exportRevision(root, b.opts.baselineRev, src); err != nil {
+			return err
+		}
+		b.baseline = filepath.Join(b.dir, "mcp-gateway-baseline")
+		return goBuild(src, b.baseline, "./cmd/mcp-gateway")
+	}
+	return nil
+}
+
+// gatewayBuild is one gateway binary under test and what its targets'
+// names end with.
+type gatewayBuild struct{ bin, suffix string }
+
+// baselineSuffix ends the names of the baseline's targets.
+const baselineSuffix = " (baseline)"
+
+// builds are the gateways to measure: the one under test, then the baseline.
+func (b *bench) builds() []gatewayBuild {
+	out := []gatewayBuild{{bin: b.gateway}}
+	if b.baseline != "" {
+		out = append(out, gatewayBuild{bin: b.baseline, suffix: baselineSuffix})
+	}
+	return out
 }
 
 // pprofEnv names the file a -pprof build writes its pprof address to.

@@ -107,20 +107,25 @@ func (b *bench) setupTargets(era string) []*measuredTarget {
 		label:  label, stop: direct.stop,
 	})
 
-	if t := b.gatewayTarget(targetGatewayIO, era, b.oneEcho(), "SDK echo server as a stdio child", nil); t != nil {
-		targets = append(targets, t)
+	for _, gb := range b.builds() {
+		if t := b.gatewayTarget(gb.bin, targetGatewayIO+gb.suffix, era, b.oneEcho(), "SDK echo server as a stdio child"+b.buildLabel(gb), nil); t != nil {
+			targets = append(targets, t)
+		}
 	}
 
-	if !b.opts.httpUpstream {
-		b.note("%s (%s): switched off (-http-upstream=false)", targetGatewayHTTP, era)
-	} else if up, err := startEchoHTTP(b.echo, echoArgs...); err != nil {
-		b.fail("%s: starting its echo server: %v", targetGatewayHTTP, err)
-	} else {
-		config := fmt.Sprintf(`{"echo":{"url":"http://%s%s"}}`, up.ep.addr, up.ep.path)
-		if t := b.gatewayTarget(targetGatewayHTTP, era, config, "SDK echo server over streamable HTTP", up); t != nil {
-			targets = append(targets, t)
+	for _, gb := range b.builds() {
+		name := targetGatewayHTTP + gb.suffix
+		if !b.opts.httpUpstream {
+			b.note("%s (%s): switched off (-http-upstream=false)", name, era)
+		} else if up, err := startEchoHTTP(b.echo, echoArgs...); err != nil {
+			b.fail("%s: starting its echo server: %v", name, err)
 		} else {
-			up.stop()
+			config := fmt.Sprintf(`{"echo":{"url":"http://%s%s"}}`, up.ep.addr, up.ep.path)
+			if t := b.gatewayTarget(gb.bin, name, era, config, "SDK echo server over streamable HTTP"+b.buildLabel(gb), up); t != nil {
+				targets = append(targets, t)
+			} else {
+				up.stop()
+			}
 		}
 	}
 
@@ -156,17 +161,18 @@ func (b *bench) setupTargets(era string) []*measuredTarget {
 // gatewayTarget starts `mcp-gateway serve` with config. A gateway that
 // refuses the configuration (exit 2) is a note for the HTTP upstream, which
 // is being added, and an error otherwise.
-func (b *bench) gatewayTarget(name, era, config, label string, upstream *echoServer) *measuredTarget {
-	gw, err := b.startGateway(config, 1)
+func (b *bench) gatewayTarget(bin, name, era, config, label string, upstream *echoServer) *measuredTarget {
+	gw, err := b.startGatewayBin(bin, config, 1)
 	var (
 		refused *refusedError
 		missing *missingToolsError
 	)
+	isHTTP := strings.HasPrefix(name, targetGatewayHTTP)
 	switch {
-	case errors.As(err, &refused) && refused.code == 2 && name == targetGatewayHTTP:
+	case errors.As(err, &refused) && refused.code == 2 && isHTTP:
 		b.note("%s (%s): not measured: the gateway refuses url servers yet: %s", name, era, refusal(refused.tail))
 		return nil
-	case errors.As(err, &missing) && name == targetGatewayHTTP:
+	case errors.As(err, &missing) && isHTTP:
 		b.note("%s (%s): not measured: the gateway accepts the url server but does not serve it yet: %s", name, era, missing.reason())
 		return nil
 	case err != nil:
@@ -179,6 +185,14 @@ func (b *bench) gatewayTarget(name, era, config, label string, upstream *echoSer
 		t.stop = func() { gw.stop(); upstream.stop() }
 	}
 	return t
+}
+
+// buildLabel says which gateway a baseline target runs.
+func (b *bench) buildLabel(gb gatewayBuild) string {
+	if gb.suffix == "" {
+		return ""
+	}
+	return "; the gateway of " + b.report.baseline
 }
 
 var logErr = regexp.MustCompile(`err="((?:[^"\\]|\\.)*)"`)

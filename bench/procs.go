@@ -340,14 +340,19 @@ var readyLog = regexp.MustCompile(`msg="MCP gateway is ready" port=(\d+)`)
 // startGateway runs `mcp-gateway serve` on 127.0.0.1 with a free port and the
 // given mcp object, and waits until /health answers with wantTools tools.
 func (b *bench) startGateway(config string, wantTools int) (*gatewayProc, error) {
+	return b.startGatewayBin(b.gateway, config, wantTools)
+}
+
+// startGatewayBin is startGateway with another binary (the baseline's).
+func (b *bench) startGatewayBin(bin, config string, wantTools int) (*gatewayProc, error) {
 	port := make(chan int, 1)
-	argv := []string{b.gateway, "serve", "--config", config,
+	argv := []string{bin, "serve", "--config", config,
 		"--host", "127.0.0.1", "--port", "0", "--token-file", "",
 		"--catalog-file", filepath.Join(b.dir, "no-catalog.json"), "--github-dir", filepath.Join(b.dir, "github"),
 		"--log-level", "info"}
 	env := append(os.Environ(), "GATEWAY_ACCESS_TOKEN="+b.token)
 	var pprofFile string
-	if b.opts.pprof {
+	if b.opts.pprof && bin == b.gateway {
 		b.gateways++
 		pprofFile = filepath.Join(b.dir, fmt.Sprintf("pprof-%d.addr", b.gateways))
 		env = append(env, pprofEnv+"="+pprofFile)

@@ -14,6 +14,7 @@ type report struct {
 	args     []string
 	machine  machine
 	commit   string
+	baseline string // the baseline gateway, when one is measured beside
 	took     time.Duration
 	eras     []*eraResult
 	startup  []*startupResult
@@ -36,8 +37,12 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Measured with `%s` (`make bench` is `go run ./bench -era both`, `make bench-short` adds `-short`); "+
 		"the measures took %s after the build.\n\n", r.command(), r.took.Round(time.Second))
 	fmt.Fprintf(&b, "| machine | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| CPUs (nproc) | %d |\n| model | %s |\n| memory | %s |\n| kernel | Linux %s |\n| Go | %s |\n| gateway | %s |\n\n",
+	fmt.Fprintf(&b, "| CPUs (nproc) | %d |\n| model | %s |\n| memory | %s |\n| kernel | Linux %s |\n| Go | %s |\n| gateway | %s |\n",
 		m.cpus, m.model, m.memory, m.kernel, m.goVersion, r.commit)
+	if r.baseline != "" {
+		fmt.Fprintf(&b, "| baseline gateway | %s |\n", r.baseline)
+	}
+	b.WriteString("\n")
 	b.WriteString("The load client, the gateway and the servers share these cores. Timings are figures to compare " +
 		"side by side within one run, never pass/fail.\n\n")
 	if r.opts.short {
@@ -179,6 +184,68 @@ func (r *report) writeCalls(b *strings.Builder, e *eraResult) {
 		}
 	}
 	b.WriteString("\n")
+	r.writeAgainstBaseline(b, e)
+}
+
+// writeAgainstBaseline compares each gateway target with its baseline, cell
+// by cell: the median over rounds of each round's ratio, both measured in
+// the same round.
+func (r *report) writeAgainstBaseline(b *strings.Builder, e *eraResult) {
+	byName := map[string]*measuredTarget{}
+	for _, t := range e.targets {
+		byName[t.name] = t
+	}
+	type row struct {
+		c       cell
+		name    string
+		now, bl stats
+		cpu     float64 // gateway CPU per call ÷ the baseline's
+		p50     float64
+		rate    float64
+	}
+	var rows []row
+	for _, c := range e.cells {
+		for _, t := range e.targets {
+			base := byName[t.name+baselineSuffix]
+			if base == nil || len(t.runs[c]) == 0 || len(base.runs[c]) == 0 {
+				continue
+			}
+			var cpu, p50, rate []float64
+			for i, run := range t.runs[c] {
+				if i >= len(base.runs[c]) {
+					break
+				}
+				br := base.runs[c][i]
+				if bc := br.cpuPerCall(br.measuredCPU); bc > 0 {
+					cpu = append(cpu, float64(run.cpuPerCall(run.measuredCPU))/float64(bc))
+				}
+				if bp := percentile(br.lat, 0.5); bp > 0 {
+					p50 = append(p50, float64(percentile(run.lat, 0.5))/float64(bp))
+				}
+				if br.perSecond() > 0 {
+					rate = append(rate, run.perSecond()/br.perSecond())
+				}
+			}
+			rows = append(rows, row{c: c, name: t.name, now: cellStats(t.runs[c], nil), bl: cellStats(base.runs[c], nil),
+				cpu: medianFloat(cpu), p50: medianFloat(p50), rate: medianFloat(rate)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "#### Against the baseline (%s), protocol %s\n\n", r.baseline, e.era)
+	b.WriteString("Each ratio is the median over rounds of this gateway's figure ÷ the baseline's in the same round.\n\n")
+	b.WriteString("| concurrency | sessions | target | gateway µs/call | baseline µs/call | CPU ÷ baseline | p50 ms | baseline p50 ms | p50 ÷ baseline | calls/s ÷ baseline |\n")
+	b.WriteString("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range rows {
+		sessions := fmt.Sprint(x.c.sessions)
+		if x.c.sessions == 0 {
+			sessions = "none"
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.2f | %s | %s | %.2f | %.2f |\n", x.c.conc, sessions, x.name,
+			us(x.now.measured), us(x.bl.measured), x.cpu, msf(x.now.p50), msf(x.bl.p50), x.p50, x.rate)
+	}
+	b.WriteString("\n")
 }
 
 // writeGoals compares the figures with the goals of the benchmark issue.
@@ -197,6 +264,9 @@ func (r *report) writeGoals(b *strings.Builder) {
 		}
 		direct := e.targets[0]
 		for _, t := range e.targets[1:] {
+			if strings.HasSuffix(t.name, baselineSuffix) {
+				continue
+			}
 			if s, ok := r.lookup(t, direct, cell{16, 1}); ok {
 				rows = append(rows,
 					row{fmt.Sprintf("%s: calls/s at 16 concurrent ≥ direct's", t.name),
@@ -217,7 +287,7 @@ func (r *report) writeGoals(b *strings.Builder) {
 		}
 	}
 	for _, s := range r.sessions {
-		if s.target != targetDirect {
+		if s.target != targetDirect && !strings.HasSuffix(s.target, baselineSuffix) {
 			m := fmt.Sprintf("%.1f KiB (RSS delta over %d sessions)", s.perSessionRSS/1024, s.sessions)
 			ok := s.perSessionRSS <= 20<<10
 			if s.perSessionHeap > 0 {
@@ -367,8 +437,12 @@ func writeSoak(b *strings.Builder, s *soakResult) {
 	fmt.Fprintf(b, "### Soak, %s: %d calls at %d concurrent, %d sessions opened and closed\n\n", s.target, s.calls, s.conc, s.sessions)
 	fmt.Fprintf(b, "Ten segments, each over its own new sessions and connections, closed after it; %s in all, %d errors. "+
 		"The baseline is taken after a warm-up at the same concurrency (Go keeps the threads it creates). "+
-		"Afterwards a trickle of calls (100 every 250 ms) lets GCs run until the figures are back or 10 s pass: %s.\n\n",
-		s.took.Round(time.Millisecond), s.errors, map[bool]string{true: fmt.Sprintf("back after %s", s.settled.Round(time.Millisecond)), false: "**not back**"}[s.back])
+		"Afterwards a trickle of calls (100 every 250 ms) lets GCs run until the figures are back or 10 s pass: %s. "+
+		"Back means: RSS and live heap within 10%% + 1 MiB of the baseline; open files and goroutines no more than the baseline's "+
+		"plus %d and %d, the idle connections (and their two goroutines each) an HTTP client may keep from a peak of %d calls in flight; "+
+		"a leak grows with the sessions and calls.\n\n",
+		s.took.Round(time.Millisecond), s.errors, map[bool]string{true: fmt.Sprintf("back after %s", s.settled.Round(time.Millisecond)), false: "**not back**"}[s.back],
+		s.conc, 2*s.conc, s.conc)
 	if s.gorBaseline < 0 {
 		b.WriteString("The gateway exposes no goroutine count: open files (/proc/<pid>/fd: a leaked connection or pipe shows there) " +
 			"and RSS stand in for it; threads (/proc/<pid>/status) are shown but not judged, since Go keeps every thread it once needed " +

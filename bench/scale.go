@@ -147,19 +147,21 @@ func (b *bench) sessionScale() {
 		return
 	}
 	defer direct.stop()
-	gw, err := b.startGateway(b.oneEcho(), 1)
-	if err != nil {
-		b.fail("sessions: %v", err)
-		return
+	targets := []*target{{name: targetDirect, ep: direct.ep, era: eraLegacy, measured: direct.pid}}
+	for _, gb := range b.builds() {
+		gw, err := b.startGatewayBin(gb.bin, b.oneEcho(), 1)
+		if err != nil {
+			b.fail("sessions: %v", err)
+			return
+		}
+		defer gw.stop()
+		targets = append(targets, gw.target(targetGatewayIO+gb.suffix, eraLegacy))
 	}
-	defer gw.stop()
-	targets := []*target{
-		{name: targetDirect, ep: direct.ep, era: eraLegacy, measured: direct.pid},
-		gw.target(targetGatewayIO, eraLegacy),
-	}
-	if t, stop := b.startHTTPGateway("sessions"); t != nil {
-		defer stop()
-		targets = append(targets, t)
+	for _, gb := range b.builds() {
+		if t, stop := b.startHTTPGatewayBin("sessions", gb); t != nil {
+			defer stop()
+			targets = append(targets, t)
+		}
 	}
 	for _, t := range targets {
 		r, err := holdSessions(t, n)
@@ -178,6 +180,11 @@ func (b *bench) sessionScale() {
 // upstream session per client session). It returns nil, with a note, while
 // the gateway does not serve url servers. stop stops both processes.
 func (b *bench) startHTTPGateway(phase string) (t *target, stop func()) {
+	return b.startHTTPGatewayBin(phase, gatewayBuild{bin: b.gateway})
+}
+
+// startHTTPGatewayBin is startHTTPGateway with a given build.
+func (b *bench) startHTTPGatewayBin(phase string, gb gatewayBuild) (t *target, stop func()) {
 	if !b.opts.httpUpstream {
 		return nil, nil
 	}
@@ -186,7 +193,7 @@ func (b *bench) startHTTPGateway(phase string) (t *target, stop func()) {
 		b.fail("%s: %v", phase, err)
 		return nil, nil
 	}
-	gw, err := b.startGateway(fmt.Sprintf(`{"echo":{"url":"http://%s%s"}}`, up.ep.addr, up.ep.path), 1)
+	gw, err := b.startGatewayBin(gb.bin, fmt.Sprintf(`{"echo":{"url":"http://%s%s"}}`, up.ep.addr, up.ep.path), 1)
 	var (
 		refused *refusedError
 		missing *missingToolsError
@@ -201,7 +208,7 @@ func (b *bench) startHTTPGateway(phase string) (t *target, stop func()) {
 		b.fail("%s: %s: %v", phase, targetGatewayHTTP, err)
 		return nil, nil
 	}
-	t = gw.target(targetGatewayHTTP, eraLegacy)
+	t = gw.target(targetGatewayHTTP+gb.suffix, eraLegacy)
 	t.servers, t.childServers = []int{up.pid}, false
 	return t, func() { gw.stop(); up.stop() }
 }
@@ -459,14 +466,21 @@ func (b *bench) soakOn(t *target, calls, sessions int) {
 }
 
 // isBack reports whether the process is back at its baseline: open files
-// (and goroutines, when known) no more than before, RSS (and the live heap,
-// when known) within 10% + 1 MiB of before. Threads are reported, not judged:
-// Go keeps every thread it once needed, and a leaked goroutine takes none.
+// (and goroutines, when known) no more than before, give or take the idle
+// connections of an HTTP client; RSS (and the live heap, when known) within
+// 10% + 1 MiB of before. Threads are reported, not judged: Go keeps every
+// thread it once needed, and a leaked goroutine takes none.
+//
+// The gateway keeps idle connections to a remote server (and a net/http
+// client two goroutines for each) as many as were last in use at once, up
+// to its limit: between the baseline and the end that count varies by up to
+// the soak's concurrency, while a leak grows with the 1 000 sessions and
+// 100 000 calls.
 func (r *soakResult) isBack() bool {
 	near := func(now, base int64) bool { return now <= base+base/10+1<<20 }
-	ok := r.fdsAfter <= r.fdsBaseline && near(r.after.rss, r.baseline.rss)
+	ok := r.fdsAfter <= r.fdsBaseline+r.conc && near(r.after.rss, r.baseline.rss)
 	if r.gorBaseline >= 0 && r.gorAfter >= 0 {
-		ok = ok && r.gorAfter <= r.gorBaseline
+		ok = ok && r.gorAfter <= r.gorBaseline+2*r.conc
 	}
 	if r.heapBaseline >= 0 && r.heapAfter >= 0 {
 		ok = ok && near(r.heapAfter, r.heapBaseline)

@@ -28,6 +28,7 @@
 // server-to-client requests and notifications reach the same OnRequest and
 // OnNotification callbacks as stdio's. Every connection goes through
 // [netguard], so the address actually dialled is checked. One HTTP upstream
-// is one MCP session; it is cheap, and the gateway may hold one per
-// downstream client.
+// is one MCP session; it is cheap (its GET stream opens only once the
+// session needs one, see HTTPOptions.ListenAtStart), and the gateway may
+// hold one per downstream client.
 package upstream

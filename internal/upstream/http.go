@@ -105,6 +105,22 @@ type HTTPOptions struct {
 	// notifications between calls). It saves one long-lived connection per
 	// session.
 	NoListen bool
+	// ListenAtStart opens the GET stream of streamable HTTP when the session
+	// starts. By default it opens at the start only when the server may
+	// write to the client at any moment: Capabilities declare roots (servers
+	// ask roots/list whenever they like, often right after initialization),
+	// or the server answered initialize with plain JSON (such a server sends
+	// everything but its responses on the GET stream, also during calls).
+	// Otherwise it opens when the session first needs it, and then stays
+	// open: before the session's first request listing tools, prompts,
+	// resources or resource templates (whose list_changed notifications the
+	// caller will want), or sending resources/subscribe (updates follow),
+	// logging/setLevel (log messages follow) or
+	// notifications/roots/list_changed (the server asks roots/list back). A
+	// session that only makes calls, as the gateway's per-client sessions
+	// do, then holds no long-lived connection, no goroutine for it and no
+	// stream on the server.
+	ListenAtStart bool
 }
 
 // HTTP is a remote MCP server reached over streamable HTTP or the legacy
@@ -114,9 +130,10 @@ type HTTPOptions struct {
 // call.
 //
 // Goroutines: each session owns the readers of its streams (the GET stream,
-// the legacy event stream, the response streams of calls) and the handlers
-// of the server's requests; HTTP owns the shutdown of replaced sessions.
-// Close stops all of them and waits.
+// the legacy event stream, the rest of a call's response stream once the
+// caller has its answer) and the handlers of the server's requests; HTTP
+// owns the shutdown of replaced sessions. Close stops all of them and waits.
+// A call reads its own response stream until the answer.
 type HTTP struct {
 	opts       HTTPOptions
 	log        *slog.Logger
@@ -126,6 +143,9 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
+	// rootsDeclared: Capabilities offer roots, which the server may ask for
+	// at any moment.
+	rootsDeclared bool
 
 	nextID     atomic.Uint64
 	gen        atomic.Uint64
@@ -171,13 +191,14 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		opts.MaxResponseBytes = defaultMaxResponseBytes
 	}
 	h := &HTTP{
-		opts:       opts,
-		log:        opts.Logger.With("server", opts.Name),
-		client:     opts.Client,
-		headers:    make(http.Header, len(opts.Headers)),
-		initParams: initializeParams(opts.ProtocolVersion, opts.Capabilities, opts.ClientInfo),
-		closeDone:  make(chan struct{}),
-		retiring:   make(map[*session]struct{}),
+		opts:          opts,
+		log:           opts.Logger.With("server", opts.Name),
+		client:        opts.Client,
+		headers:       make(http.Header, len(opts.Headers)),
+		initParams:    initializeParams(opts.ProtocolVersion, opts.Capabilities, opts.ClientInfo),
+		rootsDeclared: wire.Get(opts.Capabilities, "roots") != nil,
+		closeDone:     make(chan struct{}),
+		retiring:      make(map[*session]struct{}),
 	}
 	if h.client == nil {
 		guard := opts.Guard
@@ -222,6 +243,7 @@ func parseServerURL(raw string) (*url.URL, error) {
 		return nil, errors.New("its url has no host")
 	}
 	u.Fragment, u.RawFragment = "", ""
+	u.Host = removeEmptyPort(u.Host) // as http.NewRequest would, for every request
 	return u, nil
 }
 
@@ -238,10 +260,14 @@ func NewHTTPClient(server string, guard *netguard.Policy) *http.Client {
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
-		DialContext:           guard.DialContext(server, dialer),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   32,
+		DialContext:       guard.DialContext(server, dialer),
+		ForceAttemptHTTP2: true,
+		// One client serves every session of a server, so every idle
+		// connection is to the same host: keep as many as the calls that
+		// were in flight at once, or each burst past the limit ends in
+		// closing connections and dialling new ones.
+		MaxIdleConns:          128,
+		MaxIdleConnsPerHost:   128,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
@@ -304,6 +330,9 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
+		if opensStream(method) {
+			s.startListening(ctx)
+		}
 		resp, err := s.call(ctx, method, params)
 		switch {
 		case err == nil:
@@ -334,7 +363,10 @@ func (h *HTTP) Notify(ctx context.Context, method string, params json.RawMessage
 		}
 		return fmt.Errorf("mcp server %q: cannot send %s: %w", h.opts.Name, method, ErrNotRunning)
 	}
-	err := s.postMessage(ctx, method, wire.AppendNotification(nil, method, params))
+	if opensStream(method) {
+		s.startListening(ctx)
+	}
+	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params))
 	if errors.Is(err, errSessionExpired) {
 		return fmt.Errorf("mcp server %q: cannot send %s: the session ended: %w", h.opts.Name, method, ErrNotRunning)
 	}
@@ -525,20 +557,8 @@ func (h *HTTP) connectStreamable(ctx context.Context) (*session, error) {
 		s.shutdown(false)
 		return nil, err
 	}
-	if !h.opts.NoListen {
-		// Wait a moment for the GET stream, so that what the server sends
-		// right after initialization is not lost; a server slow to answer
-		// it does not hold Start longer.
-		ready := make(chan struct{})
-		if s.goBackground(func() { s.listen(ready) }) {
-			t := time.NewTimer(listenReadyWait)
-			select {
-			case <-ready:
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-		}
+	if h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers {
+		s.startListening(ctx)
 	}
 	return s, nil
 }

@@ -460,11 +460,14 @@ func TestRemoteNotificationsBetweenCalls(t *testing.T) {
 			ctx := testContext(t)
 			srv := newSDKServer(t, mode)
 			fx := newRemote(t, srv.url, func(o *upstream.HTTPOptions) { o.Transport = transportFor(mode) })
-			if err := fx.up.Start(ctx); err != nil {
-				t.Fatal(err)
+			// Listing the tools opens the GET stream: the caller wants to
+			// hear that they changed.
+			if resp, err := fx.up.Call(ctx, "tools/list", nil); err != nil || resp.Error != nil {
+				t.Fatalf("tools/list: %+v, %v", resp, err)
 			}
-			// The GET stream (or the legacy stream) may open a moment after
-			// Start: keep changing the tools until a notification arrives.
+			// The GET stream (or the legacy stream) may be registered a
+			// moment later: keep changing the tools until a notification
+			// arrives.
 			for i := 0; ; i++ {
 				srv.server.AddTool(&mcp.Tool{Name: fmt.Sprintf("new-%d", i), InputSchema: anyObject()}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return textResult("new"), nil
@@ -479,6 +482,75 @@ func TestRemoteNotificationsBetweenCalls(t *testing.T) {
 				case <-ctx.Done():
 					t.Fatal("no list_changed notification arrived")
 				}
+			}
+		})
+	}
+}
+
+// TestRemoteGETStreamOnDemand: a session opens its GET stream when the
+// server may write to it between calls, and not for calls alone.
+func TestRemoteGETStreamOnDemand(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    string
+		edit    func(*upstream.HTTPOptions)
+		method  string // sent after Start; "" for none
+		atStart bool   // GET requested by Start
+		after   bool   // GET requested once method was sent
+	}{
+		{name: "calls only", mode: modeStream, method: "tools/call"},
+		{name: "tools/list", mode: modeStream, method: "tools/list", after: true},
+		{name: "resources/subscribe", mode: modeStream, method: "resources/subscribe", after: true},
+		{name: "logging/setLevel", mode: modeStream, method: "logging/setLevel", after: true},
+		{name: "roots changed", mode: modeStream, method: "notifications/roots/list_changed", after: true},
+		{name: "ListenAtStart", mode: modeStream, edit: func(o *upstream.HTTPOptions) { o.ListenAtStart = true }, atStart: true},
+		{name: "roots declared", mode: modeStream, edit: func(o *upstream.HTTPOptions) { o.Capabilities = json.RawMessage(`{"roots":{}}`) }, atStart: true},
+		{name: "JSON answers", mode: modeJSON, method: "tools/call", atStart: true},
+		{name: "NoListen", mode: modeStream, edit: func(o *upstream.HTTPOptions) { o.NoListen = true }, method: "tools/list"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			srv := newSDKServer(t, tc.mode)
+			fx := newRemote(t, srv.url, func(o *upstream.HTTPOptions) {
+				o.Transport = upstream.TransportStreamable
+				if tc.edit != nil {
+					tc.edit(o)
+				}
+			})
+			gets := func() int {
+				n := 0
+				for _, r := range srv.requests() {
+					if r.method == http.MethodGet {
+						n++
+					}
+				}
+				return n
+			}
+			if err := fx.up.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := gets() > 0; got != tc.atStart {
+				t.Errorf("GET at Start: %v, want %v", got, tc.atStart)
+			}
+			switch {
+			case tc.method == "notifications/roots/list_changed":
+				if err := fx.up.Notify(ctx, tc.method, nil); err != nil {
+					t.Fatal(err)
+				}
+			case tc.method == "tools/call":
+				remoteCall(t, ctx, fx.up, "echo", `{}`)
+			case tc.method != "":
+				params := map[string]json.RawMessage{
+					"resources/subscribe": json.RawMessage(`{"uri":"file:///x"}`),
+					"logging/setLevel":    json.RawMessage(`{"level":"info"}`),
+				}[tc.method]
+				if _, err := fx.up.Call(ctx, tc.method, params); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := gets() > 0, tc.atStart || tc.after; got != want {
+				t.Errorf("GET after %s: %v, want %v", tc.method, got, want)
 			}
 		})
 	}
@@ -693,8 +765,9 @@ func TestRemoteStatelessServer(t *testing.T) {
 	fx.up.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	// initialize, initialized, the GET (405: no stream), the call; no DELETE.
-	if want := []string{"POST ", "POST ", "GET ", "POST "}; !slices.Equal(methods, want) {
+	// initialize, initialized, the call; no GET (the session never needed
+	// one), no DELETE.
+	if want := []string{"POST ", "POST ", "POST "}; !slices.Equal(methods, want) {
 		t.Errorf("requests %q, want %q", methods, want)
 	}
 }

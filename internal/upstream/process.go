@@ -50,9 +50,16 @@ type process struct {
 	stdin          *os.File
 	stdout, stderr *os.File
 
-	// wsem is the writer lock on stdin; whoever holds it owns wbuf.
+	// wsem is the writer lock on stdin; whoever holds it owns wbuf and the
+	// state of tryWrite.
 	wsem chan struct{}
 	wbuf []byte
+	// rawStdin and tryWrite write without waiting: what fits in the pipe
+	// goes at once, with no timer or context hook armed for the write.
+	rawStdin syscall.RawConn // nil: every write takes the waiting path
+	tryWrite func(fd uintptr) bool
+	wdone    int   // bytes of wbuf tryWrite has written
+	werr     error // the error that stopped tryWrite
 	// dmu and wseq make a stale ctx interrupt unable to hit a later write.
 	dmu  sync.Mutex
 	wseq uint64
@@ -150,6 +157,9 @@ func (s *Stdio) exec() (*process, error) {
 		stdoutDone: make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
+	}
+	if rc, err := p.stdin.SyscallConn(); err == nil {
+		p.rawStdin, p.tryWrite = rc, p.writeNoWait
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.readStdout()
@@ -313,18 +323,40 @@ func (p *process) release() {
 // background, so the stream stays well formed, and it returns (true,
 // ctx.Err()). Any other write error means the server stopped reading its
 // stdin: the process is stopped and flush returns errNotSent.
+//
+// Most messages fit in the pipe at once: they are written without arming
+// anything; only a write that would wait hooks ctx to interrupt it.
 func (p *process) flush(ctx context.Context) (sent bool, err error) {
 	p.wbuf = append(p.wbuf, '\n')
 	if err := ctx.Err(); err != nil {
 		p.release()
 		return false, err
 	}
+	written := 0
+	if p.rawStdin != nil {
+		p.wdone, p.werr = 0, nil
+		if err := p.rawStdin.Write(p.tryWrite); err != nil && p.werr == nil {
+			p.werr = err
+		}
+		written = p.wdone
+		switch {
+		case p.werr != nil:
+			werr := p.werr
+			p.release()
+			p.writeFailed(werr)
+			return false, errNotSent
+		case written == len(p.wbuf):
+			p.release()
+			return true, nil
+		}
+	}
 	var stop func() bool
 	if ctx.Done() != nil {
 		seq := p.wseq
 		stop = context.AfterFunc(ctx, func() { p.interruptWrite(seq) })
 	}
-	n, werr := p.stdin.Write(p.wbuf)
+	n, werr := p.stdin.Write(p.wbuf[written:])
+	n += written
 	if stop != nil && !stop() {
 		p.resetWriteDeadline()
 	}
@@ -352,6 +384,28 @@ func (p *process) flush(ctx context.Context) (sent bool, err error) {
 		p.writeFailed(werr)
 		return false, errNotSent
 	}
+}
+
+// writeNoWait is tryWrite: it writes what it can of wbuf[wdone:] to the
+// stdin descriptor and never waits; a full pipe leaves the rest to flush.
+func (p *process) writeNoWait(fd uintptr) bool {
+	for p.wdone < len(p.wbuf) {
+		n, err := syscall.Write(int(fd), p.wbuf[p.wdone:])
+		if n > 0 {
+			p.wdone += n
+		}
+		switch {
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			return true
+		case err != nil:
+			p.werr = &os.PathError{Op: "write", Path: p.stdin.Name(), Err: err} // as os.File.Write says it
+			return true
+		case n <= 0:
+			return true
+		}
+	}
+	return true
 }
 
 func (p *process) interruptWrite(seq uint64) {
@@ -434,18 +488,18 @@ func (p *process) dispatch(line []byte, limit int) bool {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return true
 	}
-	msg, err := wire.Parse(line)
-	if err != nil {
+	var msg wire.Message // on the stack: a response's raw result aliases line, not msg
+	if err := wire.ParseInto(&msg, line); err != nil {
 		p.badOutput(line, "")
 		return false
 	}
 	switch {
 	case msg.IsResponse():
-		p.deliver(msg)
+		p.deliver(&msg)
 	case msg.IsRequest():
 		p.serveRequest(msg)
 	default:
-		p.notification(msg)
+		p.notification(&msg)
 	}
 	return true
 }
@@ -507,7 +561,7 @@ func (p *process) notification(msg *wire.Message) {
 
 // serveRequest answers a server-to-client request on its own goroutine, so
 // that the reader never waits on a handler or on stdin.
-func (p *process) serveRequest(msg *wire.Message) {
+func (p *process) serveRequest(msg wire.Message) {
 	key := string(msg.ID)
 	ctx, cancel := context.WithCancelCause(p.ctx)
 	p.mu.Lock()

@@ -21,8 +21,10 @@ import (
 )
 
 const (
-	acceptPOST = "application/json, text/event-stream"
-	acceptSSE  = "text/event-stream"
+	// requestOverhead is room for a request's envelope around its params.
+	requestOverhead = 64
+	acceptPOST      = "application/json, text/event-stream"
+	acceptSSE       = "text/event-stream"
 	// errorBodyBytes of an unexpected response are read, for its message.
 	errorBodyBytes = 64 << 10
 )
@@ -31,10 +33,11 @@ const (
 // is never re-established; HTTP replaces it.
 //
 // Goroutines and their owner: the session's wg holds the reader of every
-// stream (the GET stream, the legacy event stream, the response stream of
-// each call), the handlers of the server's requests and the background
-// posts (answers, notifications/cancelled). All end when ctx does; shutdown
-// cancels it and waits for them.
+// stream (the GET stream, the legacy event stream, what is left of a call's
+// response stream after its answer; the call reads it until then), the
+// handlers of the server's requests and the background posts (answers,
+// notifications/cancelled). All end when ctx does; shutdown cancels it and
+// waits for them.
 type session struct {
 	h        *HTTP
 	sse      bool     // the legacy HTTP+SSE transport
@@ -48,16 +51,23 @@ type session struct {
 	wg         sync.WaitGroup
 
 	initResult json.RawMessage // set before the session is published
+	// jsonAnswers: the server answered initialize with plain JSON, not an
+	// event stream; set before the session is published.
+	jsonAnswers bool
 
-	mu       sync.Mutex
-	id       string // Mcp-Session-Id
-	version  string // the negotiated version, sent as MCP-Protocol-Version once known
-	pending  map[uint64]*remoteCall
-	incoming map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
-	end      *sessionEnd                        // why it went down
-	finished bool                               // stopped: ctx cancelled, pending calls failed
-	idle     *sync.Cond                         // on mu: pending shrank or the session stopped
-	isDown   atomic.Bool                        // end != nil, for the lock-free fast path
+	mu      sync.Mutex
+	id      string                         // Mcp-Session-Id
+	version string                         // the negotiated version, sent as MCP-Protocol-Version once known
+	hdr     atomic.Pointer[sessionHeaders] // nil: to be prepared again (id or version changed)
+	// listenReady is closed once the GET stream's first attempt has been
+	// answered; nil until the stream is opened (startListening).
+	listenReady chan struct{}
+	pending     map[uint64]*remoteCall
+	incoming    map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
+	end         *sessionEnd                        // why it went down
+	finished    bool                               // stopped: ctx cancelled, pending calls failed
+	idle        *sync.Cond                         // on mu: pending shrank or the session stopped
+	isDown      atomic.Bool                        // end != nil, for the lock-free fast path
 }
 
 // remoteCall is a call waiting for its response.
@@ -123,9 +133,7 @@ func (s *session) initialize(ctx context.Context) error {
 		s.h.log.Debug(fmt.Sprintf("mcp server %q chose protocol version %s", s.name(), result.ProtocolVersion), "asked", s.h.opts.ProtocolVersion)
 	}
 	s.initResult = resp.Result
-	s.mu.Lock()
-	s.version = result.ProtocolVersion
-	s.mu.Unlock()
+	s.setVersion(result.ProtocolVersion)
 	err = s.postMessage(ctx, "notifications/initialized", wire.AppendNotification(nil, "notifications/initialized", nil))
 	if errors.Is(err, errSessionExpired) {
 		return s.endError("notifications/initialized")
@@ -147,18 +155,29 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	s.pending[id] = c
 	s.mu.Unlock()
 
-	// The request and its response stream end when the call returns, when
-	// ctx ends, or when the session goes down.
-	reqCtx, cancelReq := context.WithCancel(ctx)
-	defer cancelReq()
-	defer context.AfterFunc(s.ctx, cancelReq)()
+	// The request and its response stream end when ctx ends before the
+	// answer, or when the session goes down. A response stream outlives the
+	// call: once the answer is in, its reader reads it to its end, so that
+	// its connection goes back to the pool instead of being dropped under
+	// the read (which a context derived from ctx, ended by the caller as
+	// soon as Call returns, would do). The request carries none of ctx's
+	// values.
+	reqCtx, cancelReq := context.WithCancel(s.ctx)
+	stopWatching := context.AfterFunc(ctx, cancelReq)
+	handedOff := false // the response stream's reader owns cancelReq
+	defer func() {
+		stopWatching()
+		if !handedOff {
+			cancelReq()
+		}
+	}()
 
-	body := wire.AppendIntRequest(nil, id, method, params)
+	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)
 	var err error
 	if s.sse {
 		err = s.postMessage(reqCtx, method, body)
 	} else {
-		err = s.exchange(reqCtx, id, method, body)
+		handedOff, err = s.exchange(reqCtx, cancelReq, id, method, body)
 	}
 	if err != nil {
 		switch {
@@ -265,67 +284,83 @@ func (s *session) sendCancelled(id uint64, reason string) {
 }
 
 // exchange POSTs a request over streamable HTTP and handles the answer: a
-// JSON body is delivered at once, an event stream is read in the background
-// until the response arrives.
-func (s *session) exchange(ctx context.Context, id uint64, method string, body []byte) error {
+// JSON body is delivered at once; an event stream is read until the
+// response arrives (on the caller's goroutine: no hand-off to another), then
+// to its end in the background. handedOff says that background reader was
+// started: it calls cancel when it is done.
+func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte) (handedOff bool, err error) {
 	resp, err := s.do(ctx, http.MethodPost, body, "")
 	if err != nil {
-		return s.transportError(method, err)
+		return false, s.transportError(method, err)
 	}
 	if method == "initialize" {
 		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-			s.mu.Lock()
-			s.id = sid
-			s.mu.Unlock()
+			s.setID(sid)
 		}
 	}
 	if err := s.checkStatus(resp, method, id); err != nil {
-		return err
+		return false, err
 	}
-	switch ct := mediaType(resp.Header.Get("Content-Type")); {
+	ct := mediaType(resp.Header.Get("Content-Type"))
+	if method == "initialize" {
+		s.jsonAnswers = ct == "application/json"
+	}
+	switch {
 	case ct == "text/event-stream":
-		if !s.goBackground(func() { s.readResponseStream(ctx, resp, id, method) }) {
-			resp.Body.Close()
-			return context.Canceled // the session went down
+		rest := s.readResponseStream(ctx, resp, id, method)
+		if rest == nil {
+			return false, nil
 		}
-		return nil
+		if !s.goBackground(func() {
+			defer cancel()
+			drain(rest)
+			rest.Close()
+		}) {
+			rest.Close()
+			return false, nil
+		}
+		return true, nil
 	case ct == "application/json":
 		defer resp.Body.Close()
 		data, err := readCapped(resp.Body, s.h.opts.MaxResponseBytes)
 		if err != nil {
-			return s.readError(method, err)
+			return false, s.readError(method, err)
 		}
 		msg, err := wire.Parse(data)
 		if err != nil {
-			return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
+			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
 		}
 		if got := s.dispatch(msg); got != id {
-			return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
+			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
 		}
-		return nil
+		return false, nil
 	case resp.StatusCode == http.StatusAccepted:
 		resp.Body.Close()
-		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered the request %s with 202 Accepted and no response", s.name(), method)
+		return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered the request %s with 202 Accepted and no response", s.name(), method)
 	default:
 		resp.Body.Close()
-		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
+		return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
 	}
 }
 
 // readResponseStream reads a call's event stream until its response
-// arrives. A stream that ends first is resumed with GET and Last-Event-ID,
-// as 2025-11-25 servers may close it and let the client poll.
-func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string) {
-	sr := newSSEReader(resp.Body, s.h.opts.MaxResponseBytes, false)
+// arrives, and returns the body left to read then (nil when the stream
+// ended without it: the call's outcome is then delivered, or ctx ended). A
+// stream that ends first is resumed with GET and Last-Event-ID, as
+// 2025-11-25 servers may close it and let the client poll. ctx ends when
+// the caller gives up before the answer or the session goes down.
+func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string) (rest io.ReadCloser) {
+	sr := getResponseReader(resp.Body, s.h.opts.MaxResponseBytes)
+	defer putResponseReader(sr)
 	fruitless := 0
 	for {
 		answered, err := s.consume(sr, id)
 		if answered {
-			drain(resp.Body)
+			return resp.Body
 		}
 		resp.Body.Close()
-		if answered || ctx.Err() != nil {
-			return // the call side reports an abandoned call
+		if ctx.Err() != nil {
+			return nil // the call side reports an abandoned call
 		}
 		if sr.received {
 			fruitless = 0
@@ -335,30 +370,30 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 		if sr.lastID == "" || fruitless > resumeAttempts {
 			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
 				"mcp server %q closed the response stream of %s before answering (%v)", s.name(), method, streamEnd(err))})
-			return
+			return nil
 		}
 		if !sleep(ctx, retryDelay(sr.retry)) {
-			return
+			return nil
 		}
 		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.resolve(id, callOutcome{err: s.transportError(method, err)})
 			}
-			return
+			return nil
 		}
 		if err := s.checkStatus(resp, method, 0); err != nil {
 			if errors.Is(err, errSessionExpired) {
 				err = s.endError(method)
 			}
 			s.resolve(id, callOutcome{err: fmt.Errorf("mcp server %q: resuming the response stream of %s: %w", s.name(), method, err)})
-			return
+			return nil
 		}
 		if ct := mediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 			resp.Body.Close()
 			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
 				"mcp server %q resumed the response stream of %s with Content-Type %q", s.name(), method, ct)})
-			return
+			return nil
 		}
 		sr.reset(resp.Body)
 	}
@@ -548,48 +583,114 @@ func (s *session) postMessage(ctx context.Context, what string, body []byte) err
 
 // do sends one HTTP request of the session: POST a message to the endpoint,
 // GET a stream (resuming after lastEventID if set), or DELETE the session.
+// The request is built by hand, with the session's prepared headers: what
+// http.NewRequest would do, without parsing the URL again and building its
+// headers anew for every message.
 func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
 	target := s.h.url
 	if method == http.MethodPost && s.endpoint != nil {
 		target = s.endpoint
 	}
-	var rd io.Reader
+	hs := s.headers()
+	var header http.Header
+	switch {
+	case method == http.MethodPost:
+		header = hs.post
+	case method == http.MethodGet && lastEventID == "":
+		header = hs.get
+	case method == http.MethodGet:
+		header = hs.get.Clone()
+		header.Set("Last-Event-ID", lastEventID)
+	default:
+		header = hs.base
+	}
+	req := http.Request{
+		Method:     method,
+		URL:        target,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     header,
+		Host:       target.Host,
+	}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		// As http.NewRequest sets them: the transport knows a NopCloser of
+		// a *bytes.Reader is in memory and writes it with the headers, in
+		// one write.
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target.String(), rd)
-	if err != nil {
-		return nil, err
+	return s.h.client.Do(req.WithContext(ctx))
+}
+
+// removeEmptyPort drops the colon of a host with an empty port ("host:"),
+// as http.NewRequest does with the URLs it parses.
+func removeEmptyPort(host string) string {
+	if strings.LastIndex(host, ":") > strings.LastIndex(host, "]") {
+		return strings.TrimSuffix(host, ":")
 	}
+	return host
+}
+
+// sessionHeaders are the headers of a session's requests, prepared when its
+// id or version changes and shared, read-only, by every request until then.
+type sessionHeaders struct {
+	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
+	post http.Header // base, Content-Type and Accept of a POSTed message
+	get  http.Header // base, Accept and Cache-Control of a stream
+}
+
+// headers returns the session's prepared headers.
+func (s *session) headers() *sessionHeaders {
+	if hs := s.hdr.Load(); hs != nil {
+		return hs
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if hs := s.hdr.Load(); hs != nil {
+		return hs
+	}
+	// The configured headers first; the transport's own override any of the
+	// same name, except User-Agent.
+	base := make(http.Header, len(s.h.headers)+3)
 	for k, v := range s.h.headers {
-		req.Header[k] = v
+		base[k] = v
 	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "mcp-gateway")
-	}
-	switch method {
-	case http.MethodPost:
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", acceptPOST)
-	case http.MethodGet:
-		req.Header.Set("Accept", acceptSSE)
-		req.Header.Set("Cache-Control", "no-cache")
-	}
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
+	if base.Get("User-Agent") == "" {
+		base.Set("User-Agent", "mcp-gateway")
 	}
 	if !s.sse {
-		s.mu.Lock()
-		id, version := s.id, s.version
-		s.mu.Unlock()
-		if id != "" {
-			req.Header.Set("Mcp-Session-Id", id)
+		if s.id != "" {
+			base.Set("Mcp-Session-Id", s.id)
 		}
-		if version != "" {
-			req.Header.Set("MCP-Protocol-Version", version)
+		if s.version != "" {
+			base.Set("MCP-Protocol-Version", s.version)
 		}
 	}
-	return s.h.client.Do(req)
+	hs := &sessionHeaders{base: base, post: base.Clone(), get: base.Clone()}
+	hs.post.Set("Content-Type", "application/json")
+	hs.post.Set("Accept", acceptPOST)
+	hs.get.Set("Accept", acceptSSE)
+	hs.get.Set("Cache-Control", "no-cache")
+	s.hdr.Store(hs)
+	return hs
+}
+
+// setID records the session id the server gave.
+func (s *session) setID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.hdr.Store(nil)
+	s.mu.Unlock()
+}
+
+// setVersion records the negotiated protocol version.
+func (s *session) setVersion(version string) {
+	s.mu.Lock()
+	s.version = version
+	s.hdr.Store(nil)
+	s.mu.Unlock()
 }
 
 // checkStatus turns an HTTP answer that is not 2xx into an error (and
@@ -773,6 +874,53 @@ func (s *session) goBackground(f func()) bool {
 	return true
 }
 
+// opensStream reports whether sending method makes a session open its GET
+// stream (see HTTPOptions.ListenAtStart): the server may then write to the
+// client between calls.
+func opensStream(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+		"resources/subscribe", "logging/setLevel", "notifications/roots/list_changed":
+		return true
+	}
+	return false
+}
+
+// startListening opens the GET stream of streamable HTTP, unless it is open
+// already or never is (legacy transport, NoListen, the session is down). It
+// waits, within ctx and at most listenReadyWait, until the server has
+// answered it, so that what the server sends next is not lost; a server
+// slow to answer does not hold the caller longer.
+func (s *session) startListening(ctx context.Context) {
+	if s.sse || s.h.opts.NoListen {
+		return
+	}
+	s.mu.Lock()
+	ready := s.listenReady
+	if ready == nil {
+		if s.end != nil {
+			s.mu.Unlock()
+			return
+		}
+		ready = make(chan struct{})
+		s.listenReady = ready
+		s.wg.Go(func() { s.listen(ready) })
+	}
+	s.mu.Unlock()
+	select {
+	case <-ready:
+		return
+	default:
+	}
+	t := time.NewTimer(listenReadyWait)
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+}
+
 // listen keeps the GET stream of streamable HTTP open for the server's
 // requests and notifications between calls, reconnecting (after
 // Last-Event-ID, when the server gives event ids) until the session ends.
@@ -886,6 +1034,7 @@ func (s *session) openLegacyStream(ctx context.Context) error {
 	if err != nil {
 		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q sent an invalid endpoint: %v", s.name(), netError(err)))
 	}
+	endpoint.Host = removeEmptyPort(endpoint.Host)
 	if endpoint.Scheme != s.h.url.Scheme || endpoint.Host != s.h.url.Host {
 		// The configured headers (credentials) must not go to another origin.
 		return fail(newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q sent an endpoint on another origin (%s); refused", s.name(), redactURL(endpoint)))

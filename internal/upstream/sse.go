@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -37,16 +38,43 @@ type sseReader struct {
 	retry    time.Duration // the last retry field seen; 0 if none
 	skipLF   bool          // the previous line ended in CR: a following LF belongs to it
 	received bool          // some event with data was read
+	ev       sseEvent      // the event next returns
 }
+
+const sseBufferSize = 4 << 10
 
 func newSSEReader(r io.Reader, limit int, findID bool) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 4<<10), limit: limit, findID: findID}
+	return &sseReader{br: bufio.NewReaderSize(r, sseBufferSize), limit: limit, findID: findID}
 }
 
-// next returns the next event that carries data. Its error is the stream's:
-// io.EOF at its end.
+// responseReaders recycles the readers of calls' response streams, one per
+// call: their buffer is most of what a call costs in memory.
+var responseReaders sync.Pool
+
+// getResponseReader returns a reader of a call's response stream; give it
+// back with putResponseReader once its events have been handled.
+func getResponseReader(r io.Reader, limit int) *sseReader {
+	sr, _ := responseReaders.Get().(*sseReader)
+	if sr == nil {
+		return newSSEReader(r, limit, false)
+	}
+	sr.br.Reset(r)
+	sr.limit = limit
+	return sr
+}
+
+func putResponseReader(sr *sseReader) {
+	sr.br.Reset(nil)
+	*sr = sseReader{br: sr.br}
+	responseReaders.Put(sr)
+}
+
+// next returns the next event that carries data; the event is valid until
+// the next call, its data for good. Its error is the stream's: io.EOF at its
+// end.
 func (r *sseReader) next() (*sseEvent, error) {
-	ev := &sseEvent{}
+	ev := &r.ev
+	*ev = sseEvent{}
 	var scan *idScanner
 	hasData := false
 	for {
@@ -56,7 +84,7 @@ func (r *sseReader) next() (*sseEvent, error) {
 		}
 		if len(line) == 0 && !long { // the end of an event
 			if !hasData {
-				ev = &sseEvent{}
+				*ev = sseEvent{}
 				scan = nil
 				continue
 			}
@@ -103,20 +131,26 @@ func (r *sseReader) next() (*sseEvent, error) {
 				ev.data = nil
 				continue
 			}
+			// line is the reader's buffer: the data is copied out.
 			if ev.data == nil {
-				ev.data = value // line is ours: no copy
+				ev.data = append(make([]byte, 0, len(value)), value...)
 			} else {
 				ev.data = append(ev.data, value...)
 			}
 		case "event":
-			if !long {
-				ev.name = string(value)
-			} else {
+			switch {
+			case long:
 				r.drainLine(nil)
+			case string(value) == "message":
+				ev.name = "message"
+			default:
+				ev.name = string(value)
 			}
 		case "id":
 			if !long && bytes.IndexByte(value, 0) < 0 {
-				r.lastID = string(value)
+				if string(value) != r.lastID {
+					r.lastID = string(value)
+				}
 			} else if long {
 				r.drainLine(nil)
 			}
@@ -154,10 +188,25 @@ func splitField(line []byte) (string, []byte) {
 	return string(line[:i]), value
 }
 
-// readLine reads one line, without its end, into a new slice of at most
-// maxLen bytes. A longer line is returned cut with long set; the rest of it
-// stays to be read by drainLine.
+// readLine reads one line, without its end, of at most maxLen bytes. A
+// longer line is returned cut with long set; the rest of it stays to be read
+// by drainLine. The line may be the reader's buffer: it is valid until the
+// next read.
 func (r *sseReader) readLine(maxLen int) (line []byte, long bool, err error) {
+	// Most lines are whole in the buffer: return them where they are.
+	if r.skipLF && r.br.Buffered() > 0 {
+		if b, _ := r.br.Peek(1); b[0] == '\n' {
+			r.br.Discard(1) //nolint:errcheck // buffered
+		}
+		r.skipLF = false
+	}
+	if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 0 && !r.skipLF {
+		if i := bytes.IndexAny(buf, "\r\n"); i >= 0 && i <= maxLen {
+			r.br.Discard(i + 1) //nolint:errcheck // buffered
+			r.skipLF = buf[i] == '\r'
+			return buf[:i:i], false, nil
+		}
+	}
 	for {
 		if r.br.Buffered() == 0 {
 			if _, err := r.br.Peek(1); err != nil {

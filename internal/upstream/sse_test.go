@@ -86,7 +86,11 @@ func TestSSEReader(t *testing.T) {
 			for _, reader := range []struct {
 				name string
 				r    io.Reader
-			}{{"whole", strings.NewReader(tc.in)}, {"byte by byte", iotest.OneByteReader(strings.NewReader(tc.in))}} {
+			}{
+				{"whole", strings.NewReader(tc.in)},
+				{"byte by byte", iotest.OneByteReader(strings.NewReader(tc.in))},
+				{"in halves", iotest.HalfReader(strings.NewReader(tc.in))},
+			} {
 				got, sr, err := readAllEvents(t, reader.r, limit, tc.findID)
 				if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
 					t.Errorf("%s: error %v, want EOF", reader.name, err)
@@ -105,6 +109,40 @@ func TestSSEReader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSSEReader: how the stream arrives in reads does not change the
+// events, and a recycled reader reads as a new one does.
+func FuzzSSEReader(f *testing.F) {
+	f.Add("event: message\nid: 7\ndata: {\"a\":1}\n\n", 20)
+	f.Add("data: a\r\ndata: b\r\n\r\ndata: c\rretry: 5\r\r", 8)
+	f.Fuzz(func(t *testing.T, in string, limit int) {
+		limit = 1 + int(uint(limit)%200)
+		read := func(sr *sseReader) []wantEvent {
+			var got []wantEvent
+			for {
+				ev, err := sr.next()
+				if err != nil {
+					return append(got, wantEvent{name: "end", data: sr.lastID + " " + sr.retry.String()})
+				}
+				got = append(got, wantEvent{name: ev.name, data: string(ev.data), oversize: ev.oversize})
+			}
+		}
+		want := read(newSSEReader(iotest.OneByteReader(strings.NewReader(in)), limit, false))
+		for _, r := range []io.Reader{strings.NewReader(in), iotest.HalfReader(strings.NewReader(in))} {
+			sr := getResponseReader(r, limit)
+			got := read(sr)
+			putResponseReader(sr)
+			if len(got) != len(want) {
+				t.Fatalf("%q: events %+v, want %+v", in, got, want)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%q: event %d = %+v, want %+v", in, i, got[i], want[i])
+				}
+			}
+		}
+	})
 }
 
 func TestIDScanner(t *testing.T) {

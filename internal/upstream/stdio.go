@@ -449,20 +449,25 @@ func (s *Stdio) discover(ctx context.Context, p *process) (ok bool, err error) {
 // capabilities of its options.
 func (s *Stdio) modernParams(params json.RawMessage) json.RawMessage {
 	meta := wire.Get(params, "_meta")
-	var err error
-	for _, kv := range []struct {
+	changed := false
+	for _, kv := range [...]struct {
 		key   string
 		value json.RawMessage
 	}{
-		{"io.modelcontextprotocol/protocolVersion", json.RawMessage(`"` + ModernVersion + `"`)},
+		{"io.modelcontextprotocol/protocolVersion", modernVersionJSON},
 		{"io.modelcontextprotocol/clientInfo", s.opts.ClientInfo},
 		{"io.modelcontextprotocol/clientCapabilities", s.opts.Capabilities},
 	} {
 		if wire.Get(meta, kv.key) == nil {
-			if meta, err = wire.Set(meta, kv.key, kv.value); err != nil {
+			m, err := wire.Set(meta, kv.key, kv.value)
+			if err != nil {
 				return params
 			}
+			meta, changed = m, true
 		}
+	}
+	if !changed { // a request of a 2026-07-28 client has them all: sent as it is
+		return params
 	}
 	out, err := wire.Set(params, "_meta", meta)
 	if err != nil {
@@ -470,6 +475,8 @@ func (s *Stdio) modernParams(params json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+var modernVersionJSON = json.RawMessage(`"` + ModernVersion + `"`)
 
 // listen opens the 2026-07-28 stream of change notifications on a modern
 // server for as long as its process lives; what arrives goes to OnNotification.

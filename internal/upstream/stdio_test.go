@@ -808,13 +808,28 @@ func BenchmarkCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	params := toolParams("echo", `{"text":"hello"}`)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := s.Call(ctx, "tools/call", params); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	// The gateway calls with a context of its own per call (its call
+	// timeout): one that can end is what the write path has to watch.
+	for _, bc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"timeout", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Minute) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					cctx, cancel := bc.ctx()
+					_, err := s.Call(cctx, "tools/call", params)
+					cancel()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }

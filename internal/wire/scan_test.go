@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // memberByDecoding is the slow, obviously right reference for Member.
@@ -78,6 +80,144 @@ func FuzzMember(f *testing.F) {
 		start, end, ok, err := Member(obj, key)
 		if err != nil || ok != wantOK || (ok && !bytes.Equal(obj[start:end], bytes.TrimSpace(want))) {
 			t.Errorf("Member(%q, %q) = [%d:%d] %v %v; want %q %v", obj, key, start, end, ok, err, want, wantOK)
+		}
+	})
+}
+
+// FuzzParse compares Parse with decoding the envelope by encoding/json.
+func FuzzParse(f *testing.F) {
+	for _, c := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`,
+		`{ "error" : {"code":1}, "id" : null, "jsonrpc" : "2.0" }`,
+	} {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var ref struct {
+			JSONRPC *string         `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  *string         `json:"method"`
+			Params  json.RawMessage `json:"params"`
+			Result  json.RawMessage `json:"result"`
+			Error   json.RawMessage `json:"error"`
+		}
+		m, err := Parse(b)
+		if json.Unmarshal(b, &ref) != nil || oddKeys(b) || !utf8.Valid(b) {
+			if err == nil && !json.Valid(b) {
+				t.Errorf("Parse(%q) accepted invalid JSON", b)
+			}
+			// A type mismatch (say a numeric method), odd keys, or invalid
+			// UTF-8 (which encoding/json replaces): not compared.
+			return
+		}
+		if ref.JSONRPC == nil || *ref.JSONRPC != "2.0" {
+			if err == nil {
+				t.Errorf("Parse(%q) accepted jsonrpc %v", b, ref.JSONRPC)
+			}
+			return
+		}
+		if err != nil {
+			if ref.Method == nil && ref.Result == nil && ref.Error == nil {
+				return
+			}
+			if ref.Method != nil && *ref.Method == "" && ref.Result == nil && ref.Error == nil {
+				return
+			}
+			t.Fatalf("Parse(%q): %v", b, err)
+		}
+		eq := func(what string, got, want json.RawMessage) {
+			if string(want) == "null" && what != "result" && what != "error" {
+				want = nil
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Parse(%q).%s = %q, want %q", b, what, got, want)
+			}
+		}
+		eq("id", m.ID, ref.ID)
+		eq("params", m.Params, ref.Params)
+		eq("result", m.Result, ref.Result)
+		eq("error", m.Error, ref.Error)
+		if ref.Method != nil && m.Method != *ref.Method {
+			t.Errorf("Parse(%q).Method = %q, want %q", b, m.Method, *ref.Method)
+		}
+	})
+}
+
+// oddKeys reports whether a JSON object repeats a top-level key, or has one
+// that encoding/json would take for an envelope member (it matches names
+// without regard to case; the wire, like JSON-RPC, does not).
+func oddKeys(obj []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	seen := map[string]bool{}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+		s, _ := k.(string)
+		if seen[s] {
+			return true
+		}
+		seen[s] = true
+		for _, name := range []string{"jsonrpc", "id", "method", "params", "result", "error"} {
+			if s != name && strings.EqualFold(s, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var validCases = []string{
+	`{}`, `[]`, ` {"a" : [1, -2.5e+3, true, false, null, "x\"\\\/\b\f\n\r\t\u00e9"], "b": {}} `,
+	`"s"`, `0`, `-0`, `1e5`, `1E-5`, `[[[]]]`, `{"a":{"b":{"c":[{}]}}}`,
+	`{`, `}`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `01`, `1.`, `.5`, `-`, `1e`, `+1`,
+	`tru`, `truex`, `nul`, `"\x"`, `"\u12"`, `"\u12G4"`, "\"\x01\"", `"abc`, `{"a":1}}`, `{"a":1} x`,
+	`{"a" 1}`, `{1:2}`, `[1 2]`, ``, ` `, "\"\xff\"", `{"a":[1,{"b":2}],"c":"}"}`,
+}
+
+func TestValidMatchesEncodingJSON(t *testing.T) {
+	for _, c := range validCases {
+		if got, want := valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("valid(%q) = %v, json.Valid says %v", c, got, want)
+		}
+	}
+	deep := strings.Repeat("[", maxValidDepth+10) + strings.Repeat("]", maxValidDepth+10)
+	if !valid([]byte(deep)) || valid([]byte(deep[1:])) {
+		t.Error("valid of values nested past maxValidDepth differs from json.Valid")
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := valid(b), json.Valid(b); got != want {
+			t.Errorf("valid(%q) = %v, json.Valid says %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValid(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello world from the benchmark"},"_meta":{"progressToken":3}}}`)
+	b.Run("wire", func(b *testing.B) {
+		for b.Loop() {
+			valid(msg)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			json.Valid(msg)
 		}
 	})
 }

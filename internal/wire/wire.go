@@ -52,52 +52,61 @@ var ErrBatch = errors.New("JSON-RPC batches are not supported")
 // Parse decodes the envelope of one JSON-RPC message. The raw fields of the
 // returned message may alias b: the caller must not change b while using them.
 func Parse(b []byte) (*Message, error) {
+	m := &Message{}
+	if err := ParseInto(m, b); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ParseInto is Parse into a message the caller provides, which may live on
+// its stack: a hot path that only reads the envelope allocates nothing for
+// it. m is overwritten; on error its fields are undefined.
+func ParseInto(m *Message, b []byte) error {
+	*m = Message{}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
-		return nil, errors.New("empty message")
+		return errors.New("empty message")
 	}
 	if b[0] == '[' {
-		return nil, ErrBatch
+		return ErrBatch
 	}
 	if b[0] != '{' {
-		return nil, errors.New("not a JSON object")
+		return errors.New("not a JSON object")
 	}
 	// Validate once, then pick the envelope's members out by scanning:
 	// cheaper than decoding, and the raw members alias b.
-	if !json.Valid(b) {
+	if !valid(b) {
 		var v any
-		return nil, json.Unmarshal(b, &v) // says where it is malformed
+		return json.Unmarshal(b, &v) // says where it is malformed
 	}
-	m := &Message{}
-	version := ""
-	err := eachMember(b, func(key, value []byte) error {
+	var version []byte
+	for it := (members{obj: b}); it.next(); {
 		// The envelope's names have no escapes; switching on the raw bytes
 		// allocates nothing.
-		switch string(key) {
+		switch string(it.key) {
 		case "jsonrpc":
-			version, _ = unquote(value)
+			version = it.value
 		case "id":
-			m.ID = value
+			m.ID = it.value
 		case "method":
-			s, ok := unquote(value)
+			s, ok := method(it.value)
 			if !ok {
 				return errors.New("method must be a string")
 			}
 			m.Method = s
 		case "params":
-			m.Params = value
+			m.Params = it.value
 		case "result":
-			m.Result = value
+			m.Result = it.value
 		case "error":
-			m.Error = value
+			m.Error = it.value
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	if version != "2.0" {
-		return nil, fmt.Errorf("jsonrpc must be \"2.0\", got %q", version)
+	if string(version) != `"2.0"` {
+		if v, _ := unquote(version); v != "2.0" {
+			return fmt.Errorf("jsonrpc must be \"2.0\", got %q", v)
+		}
 	}
 	if string(m.ID) == "null" {
 		m.ID = nil
@@ -106,9 +115,55 @@ func Parse(b []byte) (*Message, error) {
 		m.Params = nil
 	}
 	if m.Method == "" && m.Result == nil && m.Error == nil {
-		return nil, errors.New("neither a request, a notification nor a response")
+		return errors.New("neither a request, a notification nor a response")
 	}
-	return m, nil
+	return nil
+}
+
+// knownMethods are the methods of MCP, most frequent first: method returns
+// these strings instead of allocating a new one for every message.
+var knownMethods = [...]string{
+	"tools/call",
+	"notifications/progress",
+	"notifications/message",
+	"notifications/cancelled",
+	"tools/list",
+	"resources/read",
+	"prompts/get",
+	"completion/complete",
+	"ping",
+	"resources/list",
+	"resources/templates/list",
+	"prompts/list",
+	"initialize",
+	"notifications/initialized",
+	"server/discover",
+	"subscriptions/listen",
+	"resources/subscribe",
+	"resources/unsubscribe",
+	"logging/setLevel",
+	"sampling/createMessage",
+	"elicitation/create",
+	"roots/list",
+	"notifications/roots/list_changed",
+	"notifications/resources/updated",
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed",
+	"notifications/elicitation/complete",
+}
+
+// method decodes a JSON string holding a method name.
+func method(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		name := raw[1 : len(raw)-1]
+		for _, m := range knownMethods {
+			if len(m) == len(name) && string(name) == m {
+				return m, true
+			}
+		}
+	}
+	return unquote(raw)
 }
 
 // Error is a JSON-RPC error object.
