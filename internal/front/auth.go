@@ -30,8 +30,16 @@ func bearer(r *http.Request) (string, bool) {
 // sandbox proxy reaches the gateway as "50005-<sandbox-id>.<domain>") every
 // host is accepted and the bearer token is the protection.
 func rebindingSafe(r *http.Request) bool {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if local == nil || !isLoopbackAddr(local.String()) {
+	switch local := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr: // the usual case, without formatting the address
+		if !local.IP.IsLoopback() {
+			return true
+		}
+	case net.Addr:
+		if !isLoopbackAddr(local.String()) {
+			return true
+		}
+	default:
 		return true
 	}
 	if !isLoopbackHost(r.Host) {

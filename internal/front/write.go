@@ -10,6 +10,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
+var contentTypeJSON = []string{"application/json"}
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // writeReply writes a plain JSON response.
@@ -22,9 +24,9 @@ func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gat
 		b = wire.AppendResult(b, id, reply.Result)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
 	// A known length lets net/http write the body as it is, not in chunks.
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	if status == 0 {
 		status = http.StatusOK
 	}

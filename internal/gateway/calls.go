@@ -42,7 +42,17 @@ func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, s
 // requests for this client go.
 func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	g := s.gw
-	ctx, cancel := context.WithCancel(ctx)
+	timeout := g.Router.opts.CallTimeout
+	if srv.callTimeout > 0 {
+		timeout = srv.callTimeout
+	}
+	// One context per call: the client's cancellation and the timeout.
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	if stream == nil {
 		stream = noStream{}
@@ -79,15 +89,6 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 		srv.activeMu.Unlock()
 	}()
 
-	timeout := g.Router.opts.CallTimeout
-	if srv.callTimeout > 0 {
-		timeout = srv.callTimeout
-	}
-	if timeout > 0 {
-		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
-		defer cancelTimeout()
-	}
 	up := srv.up
 	switch {
 	case s.modern:
