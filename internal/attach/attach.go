@@ -75,9 +75,15 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 // era's clients), which fails to start unless the server speaks it.
 func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool) gateway.Upstream {
 	env := MergeEnv(o.Env, s.Env)
+	command := s.Command
+	if len(command) == 3 && command[0] == "/bin/sh" && command[1] == "-c" {
+		if argv, ok := directArgv(command[2], s.Env); ok {
+			command = argv
+		}
+	}
 	opts := upstream.StdioOptions{
 		Name:            s.Name,
-		Command:         s.Command,
+		Command:         command,
 		Dir:             s.Dir,
 		Env:             env,
 		Stderr:          o.ServerLog,
