@@ -409,6 +409,16 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 			h.log.Warn("stopping a removed server", "sandbox", sb.name, "server", name, "err", err)
 		}
 	}
+	// Its files in every sandbox go with it.
+	dirs := []string{h.instanceDir("", name)}
+	for sandbox := range h.state.Sandboxes {
+		dirs = append(dirs, h.instanceDir(sandbox, name))
+	}
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			h.log.Warn("removing a removed server's directory", "dir", d, "err", err)
+		}
+	}
 	return res, nil
 }
 
@@ -418,6 +428,9 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	server, key, err := secrets.ParseName(name)
 	if err != nil {
 		return nil, err
+	}
+	if key == placeholderSandbox || key == placeholderSandboxDir {
+		return nil, fmt.Errorf("secret %s: ${%s} is reserved for the sandbox's %s; choose another name", name, key, map[string]string{placeholderSandbox: "name", placeholderSandboxDir: "directory"}[key])
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -496,7 +509,7 @@ func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxC
 			if srv == nil {
 				return nil, fmt.Errorf("sandbox %q: %w", req.Name, h.unknownServer(s))
 			}
-			if _, err := h.instanceSpec(srv, nil); err != nil {
+			if _, err := h.instanceSpec(srv, req.Name, nil); err != nil {
 				return nil, fmt.Errorf("sandbox %q: %w", req.Name, err)
 			}
 			servers = append(servers, s)
@@ -569,7 +582,12 @@ func (h *Host) RemoveSandbox(name string) error {
 	h.publishTokens()
 	h.front.Forget(sb.gw)
 	sb.gw.Close()
-	return sb.gw.Router.Close()
+	err := sb.gw.Router.Close()
+	// Its servers' files go with it: a sandbox of the same name starts afresh.
+	if rmErr := os.RemoveAll(filepath.Join(h.opts.Dir, SandboxesDir, name)); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("removing the sandbox's directory: %w", rmErr))
+	}
+	return err
 }
 
 // LoadResult answers a load: the tools the server brought, as exposed.

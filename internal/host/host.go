@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -212,7 +214,7 @@ func (h *Host) attachServer(sb *sandbox, name string) error {
 	if srv == nil {
 		return fmt.Errorf("mcp server %q is not registered", name)
 	}
-	spec, err := h.instanceSpec(srv, h.state.Sandboxes[sb.name].Config[name])
+	spec, err := h.instanceSpec(srv, sb.name, h.state.Sandboxes[sb.name].Config[name])
 	if err != nil {
 		return err
 	}
@@ -224,17 +226,53 @@ func (h *Host) attachServer(sb *sandbox, name string) error {
 	return nil
 }
 
+// Reserved placeholders of a local server's env and arguments: the
+// sandbox's name and its own directory for this server, so that servers
+// keeping files (a memory server's graph) keep one set per sandbox.
+const (
+	placeholderSandbox    = "sandbox"
+	placeholderSandboxDir = "sandbox_dir"
+)
+
+// SandboxesDir holds, in the state directory, each sandbox's directory per
+// local server: the server's working directory unless it was registered
+// with --dir, and ${sandbox_dir}.
+const SandboxesDir = "sandboxes"
+
+// instanceDir is the directory of one sandbox's instance of a server;
+// sandbox "" is the throwaway instance that lists a server's tools.
+func (h *Host) instanceDir(sandbox, server string) string {
+	if sandbox == "" {
+		return filepath.Join(h.opts.Dir, "probe", server)
+	}
+	return filepath.Join(h.opts.Dir, SandboxesDir, sandbox, server)
+}
+
 // instanceSpec is a registered server as one sandbox runs it: a local
-// server's placeholders resolved from the secret store, its declared
-// properties from the sandbox's configuration or their defaults.
-func (h *Host) instanceSpec(srv *registry.Server, config map[string]string) (mcpconfig.Server, error) {
+// server's placeholders resolved from the secret store (and the reserved
+// ${sandbox} and ${sandbox_dir}), its declared properties from the
+// sandbox's configuration or their defaults, its working directory its own.
+func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[string]string) (mcpconfig.Server, error) {
 	if srv.Remote() {
 		if err := h.checkSecrets(srv); err != nil {
 			return mcpconfig.Server{}, err
 		}
 		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers}, nil
 	}
-	lookup := h.secretLookup(srv)
+	dir := h.instanceDir(sandbox, srv.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return mcpconfig.Server{}, fmt.Errorf("mcp server %q: its sandbox directory: %w", srv.Name, err)
+	}
+	secret := h.secretLookup(srv)
+	lookup := func(key string) (string, bool) {
+		switch key {
+		case placeholderSandbox:
+			return sandbox, sandbox != ""
+		case placeholderSandboxDir:
+			return dir, true
+		}
+		return secret(key)
+	}
 	env := map[string]string{}
 	for k, v := range srv.Env {
 		expanded, err := mcpconfig.Expand(v, lookup)
@@ -264,7 +302,11 @@ func (h *Host) instanceSpec(srv *registry.Server, config map[string]string) (mcp
 		}
 		args[i] = expanded
 	}
-	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: srv.Dir, Env: env}, nil
+	workDir := srv.Dir
+	if workDir == "" {
+		workDir = dir
+	}
+	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: workDir, Env: env}, nil
 }
 
 // secretLookup resolves a server's ${name} placeholders from the secret
@@ -307,6 +349,9 @@ func placeholders(srv *registry.Server) []string {
 	add := func(v string) {
 		names, _ := mcpconfig.PlaceholderNames(v)
 		for _, n := range names {
+			if !srv.Remote() && (n == placeholderSandbox || n == placeholderSandboxDir) {
+				continue // not secrets
+			}
 			if !slices.Contains(keys, n) {
 				keys = append(keys, n)
 			}
@@ -374,7 +419,7 @@ func (h *Host) listTools(ctx context.Context, name string) error {
 		h.mu.Unlock()
 		return h.unknownServer(name)
 	}
-	spec, err := h.instanceSpec(srv, nil)
+	spec, err := h.instanceSpec(srv, "", nil)
 	h.mu.Unlock()
 	if err != nil {
 		return err

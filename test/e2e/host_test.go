@@ -173,7 +173,7 @@ func TestHostMode(t *testing.T) {
 	h.mustCLI("", "server", "add", "secured", "--url", secured.url, "--header", "Authorization: Bearer ${token}")
 	out = h.mustCLI("", "server", "add", "memory", "--description", "Remembers facts as a knowledge graph",
 		"--command", filepath.Join(npmBin, "mcp-server-memory"),
-		"--env", "MEMORY_FILE_PATH="+filepath.Join(data, "default.jsonl"), "--property", "MEMORY_FILE_PATH")
+		"--env", "MEMORY_FILE_PATH=${sandbox_dir}/graph.jsonl", "--property", "MEMORY_FILE_PATH")
 	if !strings.Contains(out, `registered mcp server "memory" (9 tools)`) {
 		t.Errorf("server add memory: %s", out)
 	}
@@ -260,6 +260,18 @@ func TestHostMode(t *testing.T) {
 	if got, _ := callText(ctx, t, stc, "read_graph", nil); strings.Contains(got, "Ada") {
 		t.Errorf("the static sandbox's memory sees the dynamic one's entity: %s", got)
 	}
+	// Without configuration, each sandbox's memory keeps its graph in its own directory.
+	if got, isErr := callText(ctx, t, stc, "create_entities", map[string]any{"entities": []any{map[string]any{"name": "Grace", "entityType": "person", "observations": []string{"static"}}}}); isErr {
+		t.Errorf("create_entities in the static sandbox: %s", got)
+	}
+	stGraph := filepath.Join(state, "sandboxes", "st", "memory", "graph.jsonl")
+	if b, _ := os.ReadFile(stGraph); !strings.Contains(string(b), "Grace") {
+		t.Errorf("the static sandbox's graph %s lacks its entity: %q", stGraph, b)
+	}
+	if got, _ := callText(ctx, t, dync, "read_graph", nil); strings.Contains(got, "Grace") {
+		t.Errorf("the dynamic sandbox's memory sees the static one's entity: %s", got)
+	}
+	h.failCLI("${sandbox} is reserved", "x", "secret", "set", "mcp:memory:sandbox")
 
 	// A live load from the command line reaches the connected client.
 	out = h.mustCLI("", "load", "secured", "--sandbox", "dyn")
@@ -387,6 +399,9 @@ func TestHostMode(t *testing.T) {
 	h.mustCLI("", "sandbox", "rm", "st")
 	if _, err := stc2.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}}); err == nil {
 		t.Error("a call with a removed sandbox's session succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(state, "sandboxes", "st")); !os.IsNotExist(err) {
+		t.Errorf("the removed sandbox's directory is still there: %v", err)
 	}
 	if code := postStatus(t, h.url, st.token); code != http.StatusUnauthorized {
 		t.Errorf("initialize with a removed sandbox's token: %d, want 401", code)
