@@ -30,7 +30,7 @@ func (h *Host) builtins(sb *sandbox) []gateway.Builtin {
 		return []gateway.Builtin{exec}
 	}
 	return []gateway.Builtin{
-		{Tool: toolFind, Call: h.find},
+		{Tool: toolFind, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) { return h.find(ctx, sb, c) }},
 		{Tool: toolAdd, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) { return h.add(ctx, sb, c) }},
 		{Tool: toolSet, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
 			return h.configSet(ctx, sb, c)
@@ -47,9 +47,10 @@ type foundServer struct {
 	Tools       []string            `json:"tools,omitempty"`         // the tools that matched
 	AllTools    int                 `json:"toolCount"`               // how many it has
 	Config      []registry.Property `json:"configuration,omitempty"` // what mcp-config-set may set
+	Attached    bool                `json:"attached"`                // already in this sandbox
 }
 
-func (h *Host) find(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
+func (h *Host) find(ctx context.Context, sb *sandbox, c *gateway.BuiltinCall) (json.RawMessage, error) {
 	var args struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -64,6 +65,7 @@ func (h *Host) find(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessag
 		return nil, fmt.Errorf("mcp-find: limit must be between 1 and 50, not %d", args.Limit)
 	}
 	h.mu.Lock()
+	attached := slices.Clone(h.state.Sandboxes[sb.name].Servers)
 	docs := make([]search.Document, 0, len(h.state.Servers))
 	byName := map[string]*registry.Server{}
 	for _, name := range sortedKeys(h.state.Servers) {
@@ -81,8 +83,12 @@ func (h *Host) find(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessag
 	var b strings.Builder
 	for i, r := range results {
 		srv := byName[r.Name]
-		found = append(found, foundServer{Name: r.Name, Description: srv.Description, Score: round(r.Score), Tools: r.Tools, AllTools: len(srv.Tools), Config: srv.Config})
+		isAttached := slices.Contains(attached, r.Name)
+		found = append(found, foundServer{Name: r.Name, Description: srv.Description, Score: round(r.Score), Tools: r.Tools, AllTools: len(srv.Tools), Config: srv.Config, Attached: isAttached})
 		fmt.Fprintf(&b, "%d. %s", i+1, r.Name)
+		if isAttached {
+			b.WriteString(" (already added)")
+		}
 		if srv.Description != "" {
 			fmt.Fprintf(&b, ": %s", srv.Description)
 		}

@@ -229,16 +229,24 @@ func TestHostMode(t *testing.T) {
 		t.Fatalf("mcp-find: %v %v", res, err)
 	}
 	found, _ := json.Marshal(res.StructuredContent)
-	var findResult struct{ Servers []struct{ Name string } }
+	var findResult struct {
+		Servers []struct {
+			Name     string
+			Attached bool
+		}
+	}
 	_ = json.Unmarshal(found, &findResult)
-	if len(findResult.Servers) == 0 || findResult.Servers[0].Name != "memory" || len(findResult.Servers) > 2 {
-		t.Errorf("mcp-find \"knowledge graph\" found %s, want memory first, at most 2", found)
+	if len(findResult.Servers) == 0 || findResult.Servers[0].Name != "memory" || len(findResult.Servers) > 2 || findResult.Servers[0].Attached {
+		t.Errorf("mcp-find \"knowledge graph\" found %s, want memory first (not attached yet), at most 2", found)
 	}
 	got, isErr := callText(ctx, t, dync, "mcp-add", map[string]any{"name": "memory"})
 	if isErr || !strings.Contains(got, `Added mcp server "memory" with 9 tools`) || !strings.Contains(got, `"name":"create_entities"`) || !strings.Contains(got, `"inputSchema"`) {
 		t.Errorf("mcp-add memory: %s", got)
 	}
 	waitListChanged(t, changed, "mcp-add")
+	if got, _ := callText(ctx, t, dync, "mcp-find", map[string]any{"query": "knowledge graph"}); !strings.Contains(got, "1. memory (already added)") {
+		t.Errorf("mcp-find after mcp-add: %s", got)
+	}
 	if names := toolNames(ctx, t, dync); !slices.Contains(names, "create_entities") {
 		t.Errorf("after mcp-add: %v", names)
 	}
