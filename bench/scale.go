@@ -304,26 +304,12 @@ var (
 // GC) and the goroutine count; -1 for what it cannot read.
 func pprofFigures(ep endpoint) (heap int64, goroutines int) {
 	heap, goroutines = -1, -1
-	get := func(path string) []byte {
-		e := ep
-		e.path = path
-		c, err := dial(&e, time.Now().Add(10*time.Second))
-		if err != nil {
-			return nil
-		}
-		defer c.Close()
-		r, err := c.do("GET", "", nil)
-		if err != nil || r.status != 200 {
-			return nil
-		}
-		return append([]byte(nil), r.body...)
-	}
-	if body := get("/debug/pprof/heap?gc=1&debug=1"); body != nil {
+	if body := pprofGet(ep, "/debug/pprof/heap?gc=1&debug=1"); body != nil {
 		if m := heapInuse.FindSubmatch(body); m != nil {
 			heap, _ = strconv.ParseInt(string(m[1]), 10, 64)
 		}
 	}
-	if body := get("/debug/pprof/goroutine?debug=1"); body != nil {
+	if body := pprofGet(ep, "/debug/pprof/goroutine?debug=1"); body != nil {
 		sc := bufio.NewScanner(strings.NewReader(string(body)))
 		if sc.Scan() {
 			if m := goroutineRe.FindStringSubmatch(sc.Text()); m != nil {

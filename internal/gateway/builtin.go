@@ -96,21 +96,9 @@ func (s *Session) callBuiltin(ctx context.Context, m *wire.Message, stream Strea
 	}
 	result, err := t.Call(ctx, &BuiltinCall{Arguments: args, sess: s, stream: stream, id: m.ID})
 	if err != nil {
-		return Reply{Result: ToolError(err.Error())}
+		return Reply{Result: toolError(err.Error())}
 	}
 	return Reply{Result: result}
-}
-
-// ToolError is a CallToolResult with isError set and the text as its content.
-func ToolError(text string) json.RawMessage {
-	b := wire.AppendString([]byte(`{"content":[{"type":"text","text":`), text)
-	return append(b, `}],"isError":true}`...)
-}
-
-// ToolText is a CallToolResult with the text as its content.
-func ToolText(text string) json.RawMessage {
-	b := wire.AppendString([]byte(`{"content":[{"type":"text","text":`), text)
-	return append(b, `}]}`...)
 }
 
 // Tools returns the exposed definitions of one server's tools.

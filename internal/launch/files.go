@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 )
 
 // gatewayName is the binary's name, recognised in /proc when the pid file's
@@ -37,7 +39,7 @@ func WriteTokenFile(path, token string) error {
 	if err := ensureDir(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("token file %s: %w", path, err)
 	}
-	if err := writeAtomic(path, []byte(token), 0o600); err != nil {
+	if err := atomicfile.Write(path, []byte(token), 0o600); err != nil {
 		return fmt.Errorf("token file %s: %w", path, err)
 	}
 	return nil
@@ -49,7 +51,7 @@ func WritePIDFile(path string, pid int) error {
 	if err := ensureDir(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
-	if err := writeAtomic(path, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(path, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
 	return nil
@@ -146,49 +148,6 @@ func ensureDir(dir string, perm fs.FileMode) error {
 	default:
 		return err
 	}
-}
-
-// writeAtomic replaces path with data: a reader sees the old file or the new
-// one, never a part.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename durable; failing to is not worth failing a launch.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
 }
 
 // lockPollInterval is how often a launch waiting for another one retries the

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 )
 
 // The test binary doubles as the serving process: Launch re-executes it with
@@ -145,7 +147,7 @@ func startGrandchildren(path string) error {
 		}
 		pids = fmt.Appendf(pids, "%d\n", cmd.Process.Pid)
 	}
-	return writeAtomic(path, pids, 0o644)
+	return atomicfile.Write(path, pids, 0o644)
 }
 
 // launcherForTest plays `mcp-gateway --config`: it launches a "ready" serving

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 )
 
 // File names in the state directory.
@@ -243,34 +245,9 @@ func (s *Store) Save(st *State) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(s.dir, StateFile), append(data, '\n'))
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory (mode 0600), synced, then renamed over path; the directory is
-// synced too.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
+	path := filepath.Join(s.dir, StateFile)
+	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -11,10 +11,11 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 )
 
 const (
@@ -75,7 +76,7 @@ func loadKey(keyPath, secretsPath string, stored int) ([]byte, error) {
 func createKey(path string) ([]byte, error) {
 	key := make([]byte, keySize)
 	rand.Read(key) // never fails: crypto/rand panics instead
-	if err := writeFileAtomic(path, key); err != nil {
+	if err := atomicfile.Write(path, key, 0o600); err != nil {
 		return nil, fmt.Errorf("secrets: create key: %w", err)
 	}
 	return key, nil
@@ -140,51 +141,8 @@ func writeSecrets(path string, records map[string]record) error {
 	if err := enc.Encode(file); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, buf.Bytes())
-}
-
-// writeFileAtomic replaces path by data, mode 0600: a crash leaves either the
-// old file or the new one, never a mix.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be opened for sync there
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
