@@ -218,11 +218,19 @@ func (h *Host) attachServer(sb *sandbox, name string) error {
 	if err != nil {
 		return err
 	}
+	return h.addInstance(sb.gw, srv, spec, h.instanceDir(sb.name, name))
+}
+
+// addInstance adds a server's instance to a gateway's router, creating a
+// local instance's directory (dir, its ${sandbox_dir}) first.
+func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpconfig.Server, dir string) error {
 	var lookup func(string) (string, bool)
 	if srv.Remote() {
 		lookup = h.secretLookup(srv)
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("mcp server %q: its directory: %w", srv.Name, err)
 	}
-	attach.Add(sb.gw, spec, lookup, h.opts.Attach)
+	attach.Add(gw, spec, lookup, h.opts.Attach)
 	return nil
 }
 
@@ -260,9 +268,6 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers}, nil
 	}
 	dir := h.instanceDir(sandbox, srv.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return mcpconfig.Server{}, fmt.Errorf("mcp server %q: its sandbox directory: %w", srv.Name, err)
-	}
 	secret := h.secretLookup(srv)
 	lookup := func(key string) (string, bool) {
 		switch key {
@@ -426,11 +431,9 @@ func (h *Host) listTools(ctx context.Context, name string) error {
 	}
 	gw := gateway.New(gateway.NewRouter(h.opts.Router), h.opts.Info)
 	defer gw.Router.Close()
-	var lookup func(string) (string, bool)
-	if srv.Remote() {
-		lookup = h.secretLookup(srv)
+	if err := h.addInstance(gw, srv, spec, h.instanceDir("", name)); err != nil {
+		return err
 	}
-	attach.Add(gw, spec, lookup, h.opts.Attach)
 	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
 	if err := gw.Router.StartServer(ctx, name); err != nil {
