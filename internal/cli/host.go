@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/httpd"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 )
 
@@ -115,7 +116,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	}
 	defer control.Close()
 
-	mcpSrv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	mcpSrv := &httpd.Server{Handler: h.Handler(), Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- mcpSrv.Serve(ln) }()

@@ -1,0 +1,240 @@
+package httpd
+
+import (
+	"bytes"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// parsed is a request head this package serves.
+type parsed struct {
+	req           *http.Request
+	contentLength int64
+	close         bool // the client sent "Connection: close"
+}
+
+// readRequest reads the next request's head if this package serves the
+// request; it returns nil, leaving every byte unread, when the request is
+// for net/http: not a POST of Path in HTTP/1.1 with a Content-Length of at
+// most MaxBodyBytes and a head that fits the read buffer, or with
+// Transfer-Encoding, Expect or Upgrade, or anything net/http would refuse.
+func (c *conn) readRequest() (*parsed, error) {
+	head, err := c.peekHead()
+	if err != nil || head == nil {
+		return nil, err
+	}
+	p := c.srv.parseHead(head)
+	if p == nil {
+		return nil, nil
+	}
+	p.req.RemoteAddr = c.remoteAddr
+	_, _ = c.br.Discard(len(head))
+	return p, nil
+}
+
+var headEnd = []byte("\r\n\r\n")
+
+// peekHead returns the request line and headers, through the empty line,
+// without consuming them; nil when they do not fit the buffer.
+func (c *conn) peekHead() ([]byte, error) {
+	deadline := false
+	defer func() {
+		if deadline {
+			_ = c.rwc.SetReadDeadline(time.Time{})
+		}
+	}()
+	for {
+		n := c.br.Buffered()
+		buf, _ := c.br.Peek(n)
+		if i := bytes.Index(buf, headEnd); i >= 0 {
+			return buf[:i+len(headEnd)], nil
+		}
+		if n >= c.br.Size() {
+			return nil, nil
+		}
+		if !deadline && c.srv.ReadHeaderTimeout > 0 {
+			_ = c.rwc.SetReadDeadline(time.Now().Add(c.srv.ReadHeaderTimeout))
+			deadline = true
+		}
+		if _, err := c.br.Peek(n + 1); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// parseHead parses a request head ending in an empty line, or returns nil
+// for a request this package leaves to net/http.
+func (s *Server) parseHead(head []byte) *parsed {
+	line, rest, _ := bytes.Cut(head, crlf)
+	method, rest1, ok1 := bytes.Cut(line, sp)
+	target, proto, ok2 := bytes.Cut(rest1, sp)
+	if !ok1 || !ok2 || string(method) != http.MethodPost || s.Path == "" || string(target) != s.Path || string(proto) != "HTTP/1.1" {
+		return nil
+	}
+
+	// One string holds every header value: one allocation for all of them.
+	fields := string(rest[:len(rest)-len(crlf)])
+	n := strings.Count(fields, "\r\n")
+	header := make(http.Header, n)
+	values := make([]string, n)
+	p := &parsed{contentLength: -1}
+	host, hosts := "", 0
+	for i := 0; fields != ""; i++ {
+		var f string
+		f, fields, _ = strings.Cut(fields, "\r\n")
+		name, value, ok := strings.Cut(f, ":")
+		if !ok || !validFieldName(name) {
+			return nil // also a folded line, which starts with a space
+		}
+		value = strings.Trim(value, " \t")
+		if !validFieldValue(value) {
+			return nil
+		}
+		key := canonicalKey(name)
+		switch key {
+		case "Host":
+			host, hosts = value, hosts+1
+			continue
+		case "Content-Length":
+			if p.contentLength >= 0 {
+				return nil
+			}
+			p.contentLength = parseLength(value, s.maxBodyBytes())
+			if p.contentLength < 0 {
+				return nil
+			}
+		case "Transfer-Encoding", "Expect", "Upgrade":
+			return nil
+		case "Connection":
+			for tok := range strings.SplitSeq(value, ",") {
+				tok = strings.TrimSpace(tok)
+				if strings.EqualFold(tok, "upgrade") {
+					return nil
+				}
+				if strings.EqualFold(tok, "close") {
+					p.close = true
+				}
+			}
+		}
+		if vv, dup := header[key]; dup {
+			header[key] = append(vv, value)
+			continue
+		}
+		values[i] = value
+		header[key] = values[i : i+1 : i+1]
+	}
+	if hosts != 1 || !validHost(host) || p.contentLength < 0 {
+		return nil
+	}
+	p.req = &http.Request{
+		Method:        http.MethodPost,
+		URL:           &url.URL{Path: s.Path},
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		ContentLength: p.contentLength,
+		Close:         p.close,
+		Host:          host,
+		RequestURI:    s.Path,
+	}
+	return p
+}
+
+var (
+	crlf = []byte("\r\n")
+	sp   = []byte(" ")
+)
+
+// parseLength parses a Content-Length of decimal digits, or returns -1 for
+// anything else or a length over max.
+func parseLength(v string, max int64) int64 {
+	if v == "" || len(v) > 18 {
+		return -1
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return -1
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	if n > max {
+		return -1
+	}
+	return n
+}
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey without an allocation
+// for the header names MCP clients send, in whatever case they send them.
+func canonicalKey(name string) string {
+	for _, k := range commonKeys {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+var commonKeys = [...]string{
+	"Host", "Accept", "Content-Type", "Content-Length", "Authorization",
+	"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name",
+	"User-Agent", "Accept-Encoding", "Connection", "Origin", "Last-Event-Id",
+	"Accept-Language", "Sec-Fetch-Mode",
+}
+
+// validFieldName reports a header name made of token characters (RFC 9110).
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue reports a header value without control characters other
+// than tab, as net/http requires.
+func validFieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports a Host header of the characters net/http accepts.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if !isHostChar[h[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var isTokenChar, isHostChar [256]bool
+
+func init() {
+	for c := '0'; c <= '9'; c++ {
+		isTokenChar[c], isHostChar[c] = true, true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		isTokenChar[c], isHostChar[c] = true, true
+		isTokenChar[c-'a'+'A'], isHostChar[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		isTokenChar[c] = true
+	}
+	for _, c := range "!$%&'()*+,-.:;=[]_~" {
+		isHostChar[c] = true
+	}
+}
