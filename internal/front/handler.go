@@ -118,7 +118,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(w, r, limit)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -169,6 +169,21 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		reply := sess.Handle(context.WithoutCancel(r.Context()), m, st)
 		st.reply(m.ID, reply)
 	}
+}
+
+// readBody reads a request body of at most limit bytes; a longer one is a
+// *http.MaxBytesError. A body of declared length up to 1 MiB is read in one
+// piece; a longer one grows as it comes, not as the client declared.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	switch n := r.ContentLength; {
+	case n > limit:
+		return nil, &http.MaxBytesError{Limit: limit}
+	case n >= 0 && n <= 1<<20:
+		body := make([]byte, n)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
 // requestedModernVersion reports a request of the 2026-07-28 era: its

@@ -3,7 +3,6 @@ package front
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -23,10 +22,7 @@ func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gat
 	} else {
 		b = wire.AppendResult(b, id, reply.Result)
 	}
-	h := w.Header()
-	h["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
-	// A known length lets net/http write the body as it is, not in chunks.
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.Header()["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
 	if status == 0 {
 		status = http.StatusOK
 	}

@@ -45,6 +45,7 @@ type conn struct {
 	watchErr   error              // the watcher's read error: the client went away
 	cancel     context.CancelFunc // the request's context
 	watchBuf   [1]byte
+	resp       response // the response being written, reused
 }
 
 // connReader reads the connection, giving first what a watcher read.
@@ -80,17 +81,17 @@ func (c *conn) serve() {
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it
 		}
-		req, err := c.readRequest()
+		p, ok, err := c.readRequest()
 		if err != nil {
 			return
 		}
-		if req == nil {
+		if !ok {
 			handedOff = true
 			c.srv.forget(c)
 			c.srv.handoff.give(&bufferedConn{Conn: c.rwc, br: c.br, cr: &c.cr})
 			return
 		}
-		if !c.serveRequest(req) || c.srv.closing.Load() {
+		if !c.serveRequest(&p) || c.srv.closing.Load() {
 			return
 		}
 		c.state.Store(stateIdle)
@@ -102,20 +103,15 @@ func (c *conn) serve() {
 func (c *conn) serveRequest(p *parsed) bool {
 	ctx, cancel := context.WithCancel(c.baseCtx)
 	defer cancel()
-	req := p.req.WithContext(ctx)
+	req := c.srv.newRequest(ctx, c, p)
 	c.mu.Lock()
 	c.cancel = cancel
 	c.mu.Unlock()
-
-	var b *body
-	if p.contentLength > 0 {
-		b = &body{c: c, remaining: p.contentLength}
-		req.Body = b
-	} else {
-		req.Body = http.NoBody
+	if p.contentLength == 0 {
 		c.bodyDone()
 	}
-	w := newResponse(c, req)
+
+	w := c.newResponse(req)
 	ok := c.runHandler(w, req)
 	if !c.endRequest() || !ok {
 		w.release()
@@ -124,7 +120,7 @@ func (c *conn) serveRequest(p *parsed) bool {
 	if err := w.finish(); err != nil {
 		return false
 	}
-	if b != nil && b.remaining > 0 {
+	if b, _ := req.Body.(*body); b != nil && b.remaining > 0 {
 		// The handler did not read its whole body: skip the rest to
 		// reach the next request.
 		if _, err := c.br.Discard(int(b.remaining)); err != nil {

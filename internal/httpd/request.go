@@ -2,6 +2,8 @@ package httpd
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -9,11 +11,45 @@ import (
 	"time"
 )
 
-// parsed is a request head this package serves.
+// parsed is a request head this package serves: a POST of the server's
+// Path in HTTP/1.1.
 type parsed struct {
-	req           *http.Request
+	header        http.Header // less Host, as net/http has it
+	host          string
 	contentLength int64
 	close         bool // the client sent "Connection: close"
+}
+
+// request is what a request needs beside its http.Request, in one
+// allocation.
+type request struct {
+	url  url.URL
+	body body
+}
+
+// newRequest returns the request p describes, with ctx as its context.
+func (s *Server) newRequest(ctx context.Context, c *conn, p *parsed) *http.Request {
+	r := &request{url: url.URL{Path: s.Path}}
+	var b io.ReadCloser = http.NoBody
+	if p.contentLength > 0 {
+		r.body = body{c: c, remaining: p.contentLength}
+		b = &r.body
+	}
+	// The literal stays on the stack: WithContext makes the one copy.
+	return (&http.Request{
+		Method:        http.MethodPost,
+		URL:           &r.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        p.header,
+		Body:          b,
+		ContentLength: p.contentLength,
+		Close:         p.close,
+		Host:          p.host,
+		RemoteAddr:    c.remoteAddr,
+		RequestURI:    s.Path,
+	}).WithContext(ctx)
 }
 
 // readRequest reads the next request's head if this package serves the
@@ -21,18 +57,15 @@ type parsed struct {
 // for net/http: not a POST of Path in HTTP/1.1 with a Content-Length of at
 // most MaxBodyBytes and a head that fits the read buffer, or with
 // Transfer-Encoding, Expect or Upgrade, or anything net/http would refuse.
-func (c *conn) readRequest() (*parsed, error) {
+func (c *conn) readRequest() (p parsed, ok bool, err error) {
 	head, err := c.peekHead()
 	if err != nil || head == nil {
-		return nil, err
+		return p, false, err
 	}
-	p := c.srv.parseHead(head)
-	if p == nil {
-		return nil, nil
+	if p, ok = c.srv.parseHead(head); ok {
+		_, _ = c.br.Discard(len(head))
 	}
-	p.req.RemoteAddr = c.remoteAddr
-	_, _ = c.br.Discard(len(head))
-	return p, nil
+	return p, ok, nil
 }
 
 var headEnd = []byte("\r\n\r\n")
@@ -65,14 +98,14 @@ func (c *conn) peekHead() ([]byte, error) {
 	}
 }
 
-// parseHead parses a request head ending in an empty line, or returns nil
-// for a request this package leaves to net/http.
-func (s *Server) parseHead(head []byte) *parsed {
+// parseHead parses a request head ending in an empty line; ok is false for
+// a request this package leaves to net/http.
+func (s *Server) parseHead(head []byte) (p parsed, ok bool) {
 	line, rest, _ := bytes.Cut(head, crlf)
 	method, rest1, ok1 := bytes.Cut(line, sp)
 	target, proto, ok2 := bytes.Cut(rest1, sp)
 	if !ok1 || !ok2 || string(method) != http.MethodPost || s.Path == "" || string(target) != s.Path || string(proto) != "HTTP/1.1" {
-		return nil
+		return p, false
 	}
 
 	// One string holds every header value: one allocation for all of them.
@@ -80,39 +113,39 @@ func (s *Server) parseHead(head []byte) *parsed {
 	n := strings.Count(fields, "\r\n")
 	header := make(http.Header, n)
 	values := make([]string, n)
-	p := &parsed{contentLength: -1}
-	host, hosts := "", 0
+	p.contentLength = -1
+	hosts := 0
 	for i := 0; fields != ""; i++ {
 		var f string
 		f, fields, _ = strings.Cut(fields, "\r\n")
 		name, value, ok := strings.Cut(f, ":")
 		if !ok || !validFieldName(name) {
-			return nil // also a folded line, which starts with a space
+			return p, false // also a folded line, which starts with a space
 		}
 		value = strings.Trim(value, " \t")
 		if !validFieldValue(value) {
-			return nil
+			return p, false
 		}
 		key := canonicalKey(name)
 		switch key {
 		case "Host":
-			host, hosts = value, hosts+1
+			p.host, hosts = value, hosts+1
 			continue
 		case "Content-Length":
 			if p.contentLength >= 0 {
-				return nil
+				return p, false
 			}
 			p.contentLength = parseLength(value, s.maxBodyBytes())
 			if p.contentLength < 0 {
-				return nil
+				return p, false
 			}
 		case "Transfer-Encoding", "Expect", "Upgrade":
-			return nil
+			return p, false
 		case "Connection":
 			for tok := range strings.SplitSeq(value, ",") {
 				tok = strings.TrimSpace(tok)
 				if strings.EqualFold(tok, "upgrade") {
-					return nil
+					return p, false
 				}
 				if strings.EqualFold(tok, "close") {
 					p.close = true
@@ -126,22 +159,11 @@ func (s *Server) parseHead(head []byte) *parsed {
 		values[i] = value
 		header[key] = values[i : i+1 : i+1]
 	}
-	if hosts != 1 || !validHost(host) || p.contentLength < 0 {
-		return nil
+	if hosts != 1 || !validHost(p.host) || p.contentLength < 0 {
+		return p, false
 	}
-	p.req = &http.Request{
-		Method:        http.MethodPost,
-		URL:           &url.URL{Path: s.Path},
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        header,
-		ContentLength: p.contentLength,
-		Close:         p.close,
-		Host:          host,
-		RequestURI:    s.Path,
-	}
-	return p
+	p.header = header
+	return p, true
 }
 
 var (

@@ -3,6 +3,7 @@ package httpd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net/http"
 	"reflect"
 	"testing"
@@ -66,15 +67,15 @@ func FuzzParseHead(f *testing.F) {
 func checkHead(t *testing.T, head []byte) bool {
 	t.Helper()
 	s := &Server{Path: "/mcp", MaxBodyBytes: 1 << 20}
-	p := s.parseHead(head)
-	if p == nil {
+	p, ok := s.parseHead(head)
+	if !ok {
 		return false
 	}
 	want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
 	if err != nil {
 		t.Fatalf("served %q, which net/http refuses: %v", head, err)
 	}
-	got := p.req
+	got := s.newRequest(context.Background(), &conn{remoteAddr: "192.0.2.1:1"}, &p)
 	if got.Method != want.Method || got.URL.String() != want.URL.String() || got.Proto != want.Proto ||
 		got.Host != want.Host || got.ContentLength != want.ContentLength || got.Close != want.Close ||
 		got.RequestURI != want.RequestURI || !reflect.DeepEqual(got.Header, want.Header) {

@@ -36,9 +36,17 @@ const flushAt = 64 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-func newResponse(c *conn, req *http.Request) *response {
+// newResponse readies the connection's response for req. The handler must
+// not use it after it returns, as with net/http.
+func (c *conn) newResponse(req *http.Request) *response {
 	bp := bufPool.Get().(*[]byte)
-	return &response{c: c, header: make(http.Header, 4), buf: (*bp)[:0], bp: bp, closeAfter: req.Close}
+	header := c.resp.header
+	if header == nil {
+		header = make(http.Header, 4)
+	}
+	clear(header)
+	c.resp = response{c: c, header: header, buf: (*bp)[:0], bp: bp, closeAfter: req.Close}
+	return &c.resp
 }
 
 func (w *response) Header() http.Header { return w.header }
