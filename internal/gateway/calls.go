@@ -374,6 +374,9 @@ func (s *Session) request(ctx context.Context, stream Stream, method string, par
 	id := wire.AppendString(nil, s.gw.newID("gw-request-"))
 	ch := make(chan *wire.Message, 1)
 	s.mu.Lock()
+	if s.outgoing == nil {
+		s.outgoing = map[string]chan *wire.Message{}
+	}
 	s.outgoing[string(id)] = ch
 	s.mu.Unlock()
 	defer func() {
@@ -487,6 +490,9 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 	g.subs[uri][s] = struct{}{}
 	g.mu.Unlock()
 	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[string]struct{}{}
+	}
 	s.subs[uri] = struct{}{}
 	s.mu.Unlock()
 	if !first {

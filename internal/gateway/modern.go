@@ -52,7 +52,7 @@ func (g *Gateway) modernSession(params json.RawMessage) *Session {
 		gw: g, protocolVersion: ModernVersion, modern: true,
 		clientInfo: wire.Get(meta, MetaClientInfo), capabilities: wire.Get(meta, MetaClientCapabilities),
 		done:  make(chan struct{}),
-		calls: map[string]*call{}, outgoing: map[string]chan *wire.Message{}, logLevel: -1, subs: map[string]struct{}{},
+		calls: map[string]*call{}, logLevel: -1, // outgoing and subs are made when first needed
 	}
 	if level, ok := wire.GetString(meta, MetaLogLevel); ok {
 		s.logLevel = slices.Index(logLevels, level)
@@ -238,7 +238,7 @@ func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Str
 		}
 	}()
 	name, _ := wire.GetString(m.Params, "name")
-	w := &inputWait{id: g.newID("gw-input-"), method: m.Method, name: name, events: events, stream: sw, cancel: cancel}
+	w := &inputWait{method: m.Method, name: name, events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 
@@ -253,6 +253,9 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 			return ev.reply
 		}
 		w.pending = ev.input
+		if w.id == "" {
+			w.id = g.newID("gw-input-")
+		}
 		st := g.mrtr()
 		st.mu.Lock()
 		st.waits[w.id] = w

@@ -197,7 +197,7 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 	s := &Session{
 		gw: g, protocolVersion: version, clientInfo: p.ClientInfo, capabilities: p.Capabilities,
 		out: make(chan []byte, outboxSize), done: make(chan struct{}),
-		calls: map[string]*call{}, outgoing: map[string]chan *wire.Message{}, logLevel: -1, subs: map[string]struct{}{},
+		calls: map[string]*call{}, logLevel: -1, // outgoing and subs are made when first needed
 	}
 	g.mu.Lock()
 	g.sessions[s] = struct{}{}
