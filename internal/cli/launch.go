@@ -35,37 +35,23 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		return exitUsage
 	}
 
-	// Everything is validated before anything is started or written.
 	cfg, err := g.readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
 	}
-	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	specs, err := loadConfig(&g, cfg, quiet)
-	if err == nil {
-		err = checkRemotes(context.Background(), specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: quiet}, true)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway: invalid configuration: %v\n", err)
-		return exitUsage
-	}
-
 	token := os.Getenv(tokenEnv)
 	if token == "" && !g.noAuth {
 		token = newToken()
 	}
 	os.Unsetenv(tokenEnv)
-	h, err := json.Marshal(handoff{Config: json.RawMessage(cfg), Token: token})
-	if err != nil {
-		// cfg parsed as JSON above, so this cannot happen short of a bug.
-		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
-		return exitError
-	}
+
+	// The serving process starts up while the configuration is checked: it
+	// waits for its handoff, and nothing is handed over or written unless
+	// the whole configuration is valid.
 	serveArgs := append([]string{"serve", "--handoff-stdin", fmt.Sprintf("--ready-fd=%d", launch.ReadyFD), "--pid-file=" + *pidFile}, g.args()...)
-	res, err := launch.Launch(context.Background(), launch.Options{
+	pending, err := launch.Start(launch.Options{
 		Args:      serveArgs,
-		Handoff:   h,
 		Env:       environWithout(tokenEnv),
 		LogFile:   *logFile,
 		PIDFile:   *pidFile,
@@ -77,6 +63,17 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitError
 	}
+	h, err := checkLaunchConfig(&g, cfg, token, stderr)
+	if err != nil {
+		pending.Abort()
+		fmt.Fprintf(stderr, "mcp-gateway: invalid configuration: %v\n", err)
+		return exitUsage
+	}
+	res, err := pending.Complete(context.Background(), h)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitError
+	}
 	fmt.Fprintf(stdout, "MCP gateway is ready on port %d (pid %d)\n", res.Port, res.PID)
 	return exitOK
 }
@@ -84,3 +81,24 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 // launchSlack is the launcher's wait beyond the servers' start-up timeout, so
 // the serving process reports which servers were late before the launcher gives up.
 const launchSlack = 2 * time.Second
+
+// checkLaunchConfig validates the mcp object completely, shows its warnings
+// on stderr, checks the remote servers (their addresses, and that their
+// headers' secrets are in their envs) and returns the serving process's
+// handoff.
+func checkLaunchConfig(g *gatewayFlags, cfg []byte, token string, stderr io.Writer) ([]byte, error) {
+	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	specs, warnings, err := loadConfig(g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := handoff{Servers: specs, Token: token}
+	for _, w := range warnings {
+		quiet.Warn(w.String())
+		h.Warnings = append(h.Warnings, w.String())
+	}
+	if err := checkRemotes(context.Background(), specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: quiet}, true); err != nil {
+		return nil, err
+	}
+	return json.Marshal(h)
+}

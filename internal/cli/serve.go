@@ -27,10 +27,14 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
-// handoff is what the launcher gives the serving process on its stdin.
+// handoff is what the launcher gives the serving process on its stdin: the
+// servers as the launcher checked and resolved them (the serving process
+// does not read the configuration again), the warnings found on the way,
+// and the token.
 type handoff struct {
-	Config json.RawMessage `json:"config"`
-	Token  string          `json:"token"`
+	Servers  []mcpconfig.Server `json:"servers"`
+	Warnings []string           `json:"warnings,omitempty"`
+	Token    string             `json:"token"`
 }
 
 // shutdownGrace bounds how long in-flight requests may finish on SIGTERM.
@@ -68,20 +72,19 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		return code
 	}
 
-	var cfg []byte
+	var specs []mcpconfig.Server
 	var token string
 	if *fromLauncher {
-		b, err := launch.ReadHandoff(os.Stdin)
-		var h handoff
-		if err == nil {
-			err = json.Unmarshal(b, &h)
-		}
+		h, err := acceptHandoff()
 		if err != nil {
-			return fail(exitUsage, fmt.Errorf("reading the launcher's handoff: %w", err))
+			return fail(exitUsage, err)
 		}
-		cfg, token = h.Config, h.Token
+		for _, w := range h.Warnings {
+			logger.Warn(w)
+		}
+		specs, token = h.Servers, h.Token
 	} else {
-		if cfg, err = g.readConfig(); err != nil {
+		if specs, err = checkedConfig(&g, logger); err != nil {
 			return fail(exitUsage, err)
 		}
 		token = os.Getenv(tokenEnv)
@@ -104,7 +107,7 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	defer stop()
 	// From the launcher, any server failing fails the launch (the sandbox
 	// contract); otherwise a failing server is retried in the background.
-	if err := serve(ctx, &g, cfg, token, *fromLauncher, notifier, logger, logOut); err != nil {
+	if err := serve(ctx, &g, specs, token, *fromLauncher, notifier, logger, logOut); err != nil {
 		code := exitError
 		var ce *configError
 		if errors.As(err, &ce) {
@@ -115,32 +118,67 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	return exitOK
 }
 
+// acceptHandoff takes the launcher's handoff from stdin; from then on this
+// process's output goes to the launch's log file.
+func acceptHandoff() (handoff, error) {
+	var h handoff
+	b, err := launch.AcceptHandoff(os.Stdin)
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("reading the launcher's handoff: %w", err)
+	}
+	return h, nil
+}
+
 // configError marks an error in the configuration (exit code 2).
 type configError struct{ err error }
 
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
-// loadConfig validates the mcp object completely and resolves it.
-func loadConfig(g *gatewayFlags, cfg []byte, logger *slog.Logger) ([]mcpconfig.Server, error) {
+// loadConfig validates the mcp object completely and resolves it; the
+// warnings are for the caller to show.
+func loadConfig(g *gatewayFlags, cfg []byte) ([]mcpconfig.Server, []mcpconfig.Warning, error) {
 	cat, err := mcpconfig.LoadCatalog(g.catalogFile)
 	if err != nil {
-		return nil, &configError{err}
+		return nil, nil, &configError{err}
 	}
 	servers, warnings, err := mcpconfig.Parse(cfg, cat)
 	if err != nil {
-		return nil, &configError{err}
+		return nil, nil, &configError{err}
+	}
+	if g.noAuth && !isLoopbackHost(g.host) {
+		return nil, nil, &configError{fmt.Errorf("--insecure-no-auth is only allowed with a loopback --host, not %q", g.host)}
+	}
+	if _, err := prefixMode(g.toolPrefix); err != nil {
+		return nil, nil, &configError{err}
+	}
+	return servers, warnings, nil
+}
+
+// checkedConfig reads the mcp object of --config or --config-file, validates
+// and resolves it, logs its warnings and checks the remote servers'
+// addresses: serve's and stdio's configuration (the launcher's is checked
+// by the launcher).
+func checkedConfig(g *gatewayFlags, logger *slog.Logger) ([]mcpconfig.Server, error) {
+	cfg, err := g.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	specs, warnings, err := loadConfig(g, cfg)
+	if err != nil {
+		return nil, err
 	}
 	for _, w := range warnings {
 		logger.Warn(w.String())
 	}
-	if g.noAuth && !isLoopbackHost(g.host) {
-		return nil, &configError{fmt.Errorf("--insecure-no-auth is only allowed with a loopback --host, not %q", g.host)}
-	}
-	if _, err := prefixMode(g.toolPrefix); err != nil {
+	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
+	if err := checkRemotes(context.Background(), specs, guard, false); err != nil {
 		return nil, &configError{err}
 	}
-	return servers, nil
+	return specs, nil
 }
 
 func prefixMode(s string) (gateway.PrefixMode, error) {
@@ -151,63 +189,78 @@ func prefixMode(s string) (gateway.PrefixMode, error) {
 	return "", fmt.Errorf("--tool-prefix must be '', always or never, not %q", s)
 }
 
-// startGateway validates the configuration, starts every server and
-// returns the gateway over them. On error nothing is left running.
-func startGateway(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, failFast bool, logger *slog.Logger, serverLog io.Writer) (*gateway.Gateway, error) {
-	mode, _ := prefixMode(g.toolPrefix)
-	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
-	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
-	env := environWithout(tokenEnv)
-	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
-	if err := checkRemotes(ctx, specs, guard, failFast); err != nil {
-		return nil, &configError{err}
-	}
+// newGateway builds the gateway over specs, every server attached and none
+// started. fromLauncher says the servers are the sandbox's: a remote
+// server's secrets come from its envs only.
+func newGateway(g *gatewayFlags, specs []mcpconfig.Server, fromLauncher bool, logger *slog.Logger, serverLog io.Writer) (*gateway.Gateway, error) {
 	secrets, err := readSecrets(g.secretsFile)
 	if err != nil {
 		return nil, &configError{err}
 	}
-	opts := g.attachOptions(env, guard, logger, serverLog)
+	mode, _ := prefixMode(g.toolPrefix)
+	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
+	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
+	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
+	opts := g.attachOptions(environWithout(tokenEnv), guard, logger, serverLog)
 	for _, s := range specs {
 		var lookup func(string) (string, bool)
-		if !failFast { // the sandbox: a server's secrets come from its envs only
+		if !fromLauncher {
 			lookup = secretLookup(s, secrets)
 		}
 		attach.Add(gw, s, lookup, opts)
 	}
+	return gw, nil
+}
+
+// startServers starts every server of router within the start-up timeout.
+// With failFast the first server that fails fails the start (the sandbox
+// contract); otherwise a failing server is retried in the background.
+func startServers(ctx context.Context, g *gatewayFlags, router *gateway.Router, failFast bool) error {
 	startCtx, cancel := context.WithTimeout(ctx, g.startupTimeout)
 	defer cancel()
 	if !failFast {
 		router.StartAll(startCtx)
-		return gw, nil
+		return nil
 	}
 	if err := router.Start(startCtx); err != nil {
-		router.Close()
 		if startCtx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
+			return fmt.Errorf("servers did not start within %s (pre-install them in the template with `mcp-gateway pull <server>`): %w", g.startupTimeout, err)
 		}
-		return nil, err
+		return err
 	}
-	return gw, nil
+	return nil
 }
 
 // serve runs the gateway on HTTP until ctx ends.
-func serve(ctx context.Context, g *gatewayFlags, cfg []byte, token string, failFast bool, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
+func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token string, fromLauncher bool, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
 	began := time.Now()
-	specs, err := loadConfig(g, cfg, logger)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(g.host, fmt.Sprint(g.port)))
-	if err != nil {
-		return fmt.Errorf("listening on port %d: %w", g.port, err)
-	}
-	defer ln.Close()
-	gw, err := startGateway(ctx, g, specs, failFast, logger, serverLog)
+	gw, err := newGateway(g, specs, fromLauncher, logger, serverLog)
 	if err != nil {
 		return err
 	}
 	router := gw.Router
 	defer router.Close()
+	// The listener is set up while the servers start, on the side: a
+	// failure to listen cancels their start.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	listened := make(chan error, 1)
+	var ln net.Listener
+	go func() {
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort(g.host, fmt.Sprint(g.port))); err != nil {
+			cancelStart()
+		}
+		listened <- err
+	}()
+	startErr := startServers(startCtx, g, router, fromLauncher)
+	if err := <-listened; err != nil {
+		return fmt.Errorf("listening on port %d: %w", g.port, err)
+	}
+	defer ln.Close()
+	if startErr != nil {
+		return startErr
+	}
 
 	handler := &front.Handler{
 		Gateway:      gw,

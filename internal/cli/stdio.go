@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 )
 
 // runStdio is `mcp-gateway stdio`: the same aggregated view served over
@@ -36,21 +37,32 @@ the process talks to it.`, stderr)
 		return exitUsage
 	}
 	g.host = "127.0.0.1" // no listener; keeps the loopback-only rules satisfied
-	specs, err := loadConfig(&g, cfg, logger)
+	specs, warnings, err := loadConfig(&g, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: invalid configuration: %v\n", err)
 		return exitUsage
 	}
+	for _, w := range warnings {
+		logger.Warn(w.String())
+	}
 	os.Unsetenv(tokenEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	gw, err := startGateway(ctx, &g, specs, false, logger, logOut)
+	if err := checkRemotes(ctx, specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}, false); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitError
+	}
+	gw, err := newGateway(&g, specs, false, logger, logOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError
 	}
 	defer gw.Router.Close()
 	defer gw.Close()
+	if err := startServers(ctx, &g, gw.Router, false); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitError
+	}
 	if err := front.ServeStdio(ctx, gw, os.Stdin, stdout); err != nil {
 		logger.Error("stdio", "err", err)
 		return exitError

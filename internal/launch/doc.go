@@ -2,29 +2,38 @@
 // is ready.
 //
 // It sits at the very start of the sandbox path (contract part A): the SDK runs
-// `mcp-gateway --config '<json>'`, the command line validates the config and
-// calls [Launch], which
+// `mcp-gateway --config '<json>'`, and the command line calls [Start] as soon
+// as its flags are parsed, checks the config while the serving process starts
+// up, and then calls [Pending.Complete] (or [Pending.Abort] if the config is
+// invalid). [Launch] does both in one call. Together they
 //
-//  1. takes the launch lock (<PIDFile>.lock) so two launches cannot both start,
-//     and refuses with [AlreadyRunningError] if the pid file names a live
-//     mcp-gateway ([Running]);
-//  2. writes the token file ([WriteTokenFile]: directory 0700, file 0600, no
-//     trailing newline, atomic);
-//  3. starts the serving process in a new session (its own process group),
-//     with stdout and stderr appended to the log file, the handoff (config and
-//     token) on its stdin and the write end of a readiness pipe as fd
-//     [ReadyFD], and writes the pid file;
-//  4. waits for the serving process to report on that pipe, for it to exit,
+//  1. start the serving process in a new session (its own process group),
+//     with the launcher's stderr, stdout discarded, and the write end of a
+//     readiness pipe as fd [ReadyFD]; it waits for its handoff on stdin;
+//  2. take the launch lock (<PIDFile>.lock) so two launches cannot both
+//     proceed, and refuse with [AlreadyRunningError] if the pid file names a
+//     live mcp-gateway ([Running]);
+//  3. create the log file if it is missing and hand over, on the serving
+//     process's stdin, the log file's path and the handoff (config and
+//     token): from then on its stdout and stderr are appended to the log;
+//  4. write the token file ([WriteTokenFile]: directory 0700, file 0600, no
+//     trailing newline, atomic) and the pid file while the servers start;
+//  5. wait for the serving process to report on the pipe, for it to exit,
 //     for the timeout, or for the context;
-//  5. on `ready` releases the process (it outlives the launcher) and returns
-//     its pid and port; on anything else signals every process of its session
-//     (SIGTERM, then SIGKILL after a grace period), removes the token and pid
-//     files and returns a [*StartError] holding the reason and the tail of the
-//     log, where the failing server's stderr is.
+//  6. on `ready`, with both files written, release the process (it outlives
+//     the launcher) and return its pid and port; on anything else signal
+//     every process of its session (SIGTERM, then SIGKILL after a grace
+//     period), remove the token and pid files and return a [*StartError]
+//     holding the reason and the tail of the log, where the failing
+//     server's stderr is.
+//
+// Before step 3 nothing but the lock file is written and the serving process
+// has started nothing, so an aborted or refused launch only kills it.
 //
 // The serving process (`mcp-gateway serve --ready-fd=3 ...`) holds the other
-// end: [ReadHandoff] reads its stdin, [OpenNotifier] opens the pipe, and
-// [Notifier.Ready] or [Notifier.Fail] sends the one report.
+// end: [OpenNotifier] opens the pipe, [AcceptHandoff] reads its stdin and
+// sends its output to the log, and [Notifier.Ready] or [Notifier.Fail] sends
+// the one report.
 //
 // # Readiness protocol
 //

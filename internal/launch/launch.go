@@ -44,16 +44,18 @@ type Options struct {
 	// ["serve", "--ready-fd=3", "--port=50005"]. It must not hold the token:
 	// anyone on the machine can read a process's argv.
 	Args []string
-	// Handoff is written to the serving process's stdin, which is then closed:
-	// the config and the token, handed over privately.
+	// Handoff is written to the serving process's stdin by Launch, which
+	// then closes it: the config and the token, handed over privately.
+	// Start ignores it; Pending.Complete takes it as an argument.
 	Handoff []byte
 	// Env is the serving process's environment; nil means this process's.
 	// GATEWAY_ACCESS_TOKEN is dropped from it either way.
 	Env []string
 	// Dir is the serving process's working directory; "" means "/".
 	Dir string
-	// LogFile receives the serving process's stdout and stderr, appended. It
-	// is created if missing (mode 0644, missing directories 0755). "" discards
+	// LogFile receives the serving process's stdout and stderr, appended,
+	// from its handoff on (see AcceptHandoff). It is created if missing (mode
+	// 0644, missing directories 0755) when the handoff is ready. "" discards
 	// them.
 	LogFile string
 	// PIDFile holds the serving process's pid while it runs; it is removed if
@@ -65,8 +67,8 @@ type Options struct {
 	TokenFile string
 	// Token is the gateway's access token, written to TokenFile.
 	Token string
-	// Timeout bounds the whole launch, from the call to the ready report; 0
-	// means DefaultTimeout.
+	// Timeout bounds the whole launch, from the call to Launch or Start to
+	// the ready report; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// KillGrace is how long the serving process's session has to exit after
 	// SIGTERM before SIGKILL; 0 means DefaultKillGrace.
@@ -109,50 +111,97 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Reason }
 
-// Launch starts the serving process detached from the caller and waits until
-// it reports ready on the pipe at fd ReadyFD, exits, times out, or ctx is done.
+// Launch starts the serving process detached from the caller, hands it
+// opts.Handoff and waits until it reports ready on the pipe at fd ReadyFD,
+// exits, times out, or ctx is done: [Start] followed by [Pending.Complete].
 // On success the process keeps running after the caller exits. On failure its
 // whole session is killed, the token and pid files are removed, and the error
-// is a *StartError (or, if nothing was started, says what could not be done);
-// a launch while a gateway runs fails with *AlreadyRunningError.
+// is a *StartError (or, if nothing was handed over, says what could not be
+// done); a launch while a gateway runs fails with *AlreadyRunningError.
 func Launch(ctx context.Context, opts Options) (*Result, error) {
+	p, err := Start(opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Complete(ctx, opts.Handoff)
+}
+
+// Pending is a serving process started ahead of its handoff: the program's
+// own start-up (exec, runtime, flags) runs while the launcher checks the
+// configuration. Until [Pending.Complete] hands it over, the serving process
+// waits on its stdin and has written nothing; [Pending.Abort] stops it.
+type Pending struct {
+	opts    Options
+	c       *child
+	timeout *time.Timer
+}
+
+// Start starts the serving process in a new session, with the launcher's
+// stderr, stdout discarded and the readiness pipe at fd ReadyFD. It takes no
+// lock and writes no file; opts.Handoff is not used. Options.Timeout runs
+// from here.
+func Start(opts Options) (*Pending, error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	timeout := time.NewTimer(opts.Timeout)
-	defer timeout.Stop()
+	c, err := start(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{opts: opts, c: c, timeout: time.NewTimer(opts.Timeout)}, nil
+}
 
+// Complete takes the launch lock, refuses if a gateway is already running,
+// prepares the log file, hands over handoff and the log file's path on the
+// serving process's stdin, and waits for its report (see [Launch]). The
+// token and pid files are written meanwhile: the serving process starts its
+// servers without waiting for the disk, and the launch succeeds only once
+// both files are in place. Whatever it returns, the Pending is finished.
+func (p *Pending) Complete(ctx context.Context, handoff []byte) (*Result, error) {
+	opts, c := p.opts, p.c
+	defer p.timeout.Stop()
 	if opts.PIDFile != "" {
-		lock, err := lockLaunch(ctx, opts.PIDFile+".lock", timeout.C)
+		lock, err := lockLaunch(ctx, opts.PIDFile+".lock", p.timeout.C)
 		if err != nil {
+			p.Abort()
 			return nil, err
 		}
 		defer lock.Close()
 		if pid, ok := Running(opts.PIDFile); ok {
+			p.Abort()
 			return nil, &AlreadyRunningError{PID: pid}
 		}
 	}
-	if opts.TokenFile != "" {
-		if err := WriteTokenFile(opts.TokenFile, opts.Token); err != nil {
-			return nil, err
-		}
-	}
-	c, err := start(opts)
+	offset, err := prepareLog(opts.LogFile)
 	if err != nil {
-		opts.removeToken()
+		p.Abort()
 		return nil, err
 	}
+	c.logOffset = offset
 	defer c.close()
-	if opts.PIDFile != "" {
-		if err := WritePIDFile(opts.PIDFile, c.pid); err != nil {
-			return nil, c.fail(opts, err)
-		}
-	}
-	port, err := c.wait(ctx, timeout.C, opts)
+	c.handOver(opts.LogFile, handoff)
+	c.writeFiles(opts)
+	port, err := c.wait(ctx, p.timeout.C, opts)
 	if err != nil {
 		return nil, c.fail(opts, err)
 	}
 	return &Result{PID: c.pid, Port: port}, nil
+}
+
+// Abort kills the serving process before its handoff and reaps it. Having
+// had no handoff, it has started nothing and written nothing.
+func (p *Pending) Abort() {
+	p.timeout.Stop()
+	p.c.reaper.halt()
+	syscall.Kill(p.c.pid, syscall.SIGKILL) //nolint:errcheck // ESRCH: it is gone already
+	var ws syscall.WaitStatus
+	for {
+		// ECHILD when the reaper got it first.
+		if _, err := syscall.Wait4(p.c.pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	p.c.close()
 }
 
 // complete fills in defaults and refuses options that would leak the token.
@@ -166,6 +215,14 @@ func (o *Options) complete() error {
 	}
 	if o.Dir == "" {
 		o.Dir = "/"
+	}
+	if o.LogFile != "" {
+		// The serving process opens it from its working directory.
+		abs, err := filepath.Abs(o.LogFile)
+		if err != nil {
+			return fmt.Errorf("log file %s: %w", o.LogFile, err)
+		}
+		o.LogFile = abs
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -214,23 +271,20 @@ type child struct {
 	pid       int
 	proc      *os.Process
 	reaper    *reaper
-	reports   chan report // one report from the readiness pipe
-	readyR    *os.File    // launcher's end of the readiness pipe
-	stdinW    *os.File    // launcher's end of the handoff pipe
-	logOffset int64       // size of the log before the start
+	reports   chan report   // one report from the readiness pipe
+	readyR    *os.File      // launcher's end of the readiness pipe
+	stdinW    *os.File      // launcher's end of the handoff pipe
+	logOffset int64         // size of the log before the handoff
+	filesDone chan struct{} // closed once writeFiles has written (or failed)
+	filesErr  error         // why the token or pid file could not be written
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
 
-// start opens the log and the pipes and starts the serving process in a new
-// session. The goroutines it starts (report reader, handoff writer, reaper)
-// end in close.
+// start opens the pipes and starts the serving process in a new session. The
+// goroutines of the child (report reader, reaper, and those of handOver and
+// writeFiles) end in close.
 func start(opts Options) (c *child, err error) {
-	logf, offset, err := openLog(opts.LogFile)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("handoff pipe: %w", err)
@@ -247,8 +301,9 @@ func start(opts Options) (c *child, err error) {
 	cmd.Env = opts.Env
 	cmd.Dir = opts.Dir
 	cmd.Stdin = stdinR
-	cmd.Stdout = logf
-	cmd.Stderr = logf
+	// Until its handoff names the log file, the serving process's stderr is
+	// the launcher's, so an early failure is shown where the launch was run.
+	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{readyW} // fd 3 == ReadyFD
 	// A new session: no terminal, its own process group, and a session id
 	// that marks every process it starts, for terminate.
@@ -260,77 +315,116 @@ func start(opts Options) (c *child, err error) {
 	}
 
 	c = &child{
-		pid:       cmd.Process.Pid,
-		proc:      cmd.Process,
-		reaper:    startReaper(cmd.Process.Pid),
-		reports:   make(chan report, 1),
-		readyR:    readyR,
-		stdinW:    stdinW,
-		logOffset: offset,
+		pid:     cmd.Process.Pid,
+		proc:    cmd.Process,
+		reaper:  startReaper(cmd.Process.Pid),
+		reports: make(chan report, 1),
+		readyR:  readyR,
+		stdinW:  stdinW,
 	}
-	c.wg.Add(2)
-	go func() {
-		defer c.wg.Done()
-		c.reports <- readReport(readyR)
-	}()
-	go func() {
-		defer c.wg.Done()
-		// EPIPE if the child dies without reading; its exit says more.
-		stdinW.Write(opts.Handoff)
-		stdinW.Close()
-	}()
+	c.wg.Go(func() { c.reports <- readReport(readyR) })
 	return c, nil
 }
 
-// openLog opens the log for appending and returns its size before this launch.
-func openLog(path string) (*os.File, int64, error) {
+// handOver writes the handoff to the serving process's stdin, after the log
+// file's path and a NUL (see AcceptHandoff), and closes it.
+func (c *child) handOver(logFile string, handoff []byte) {
+	msg := make([]byte, 0, len(logFile)+1+len(handoff))
+	msg = append(append(append(msg, logFile...), 0), handoff...)
+	c.wg.Go(func() {
+		// EPIPE if the child dies without reading; its exit says more.
+		c.stdinW.Write(msg)
+		c.stdinW.Close()
+	})
+}
+
+// writeFiles writes the token and pid files in the background; filesDone is
+// closed when they are written or one has failed (filesErr).
+func (c *child) writeFiles(opts Options) {
+	c.filesDone = make(chan struct{})
+	c.wg.Go(func() {
+		defer close(c.filesDone)
+		if opts.TokenFile != "" {
+			if c.filesErr = WriteTokenFile(opts.TokenFile, opts.Token); c.filesErr != nil {
+				return
+			}
+		}
+		if opts.PIDFile != "" {
+			c.filesErr = WritePIDFile(opts.PIDFile, c.pid)
+		}
+	})
+}
+
+// prepareLog creates the log file if it is missing (and its directory) and
+// returns its size before this launch; the serving process opens it for
+// appending when it accepts its handoff.
+func prepareLog(path string) (int64, error) {
 	if path == "" {
-		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		return f, 0, err
+		return 0, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, 0, fmt.Errorf("log file %s: %w", path, err)
+		return 0, fmt.Errorf("log file %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, 0, fmt.Errorf("log file %s: %w", path, err)
+		return 0, fmt.Errorf("log file %s: %w", path, err)
 	}
+	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("log file %s: %w", path, err)
+		return 0, fmt.Errorf("log file %s: %w", path, err)
 	}
-	return f, fi.Size(), nil
+	return fi.Size(), nil
 }
 
 // wait returns the port the serving process reported ready on, or why it
-// will not be ready.
+// will not be ready, a token or pid file that could not be written included.
+// A report is taken once both files are written.
 func (c *child) wait(ctx context.Context, timeout <-chan time.Time, opts Options) (int, error) {
+	filesDone := c.filesDone
+	for {
+		select {
+		case <-filesDone:
+			if c.filesErr != nil {
+				return 0, c.filesErr
+			}
+			filesDone = nil // written: wait on for the report
+		case rep := <-c.reports:
+			if filesDone != nil {
+				<-filesDone
+				if c.filesErr != nil {
+					return 0, c.filesErr
+				}
+			}
+			return c.onReport(rep, opts.KillGrace)
+		case <-c.reaper.exited:
+			return 0, c.onExit(opts.KillGrace)
+		case <-timeout:
+			return 0, fmt.Errorf("%w (%s): servers fetched when they start (uvx, npx, GitHub clones) can take longer; pre-install them in the template with `mcp-gateway pull <server>`",
+				ErrTimeout, opts.Timeout)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("interrupted while waiting for the gateway to be ready: %w", ctx.Err())
+		}
+	}
+}
+
+// onExit explains the serving process's exit before a report was read.
+func (c *child) onExit(grace time.Duration) error {
+	// It may have reported just before exiting; with the child gone the
+	// pipe ends at once unless something it started holds a copy.
+	t := time.NewTimer(grace)
+	defer t.Stop()
 	select {
 	case rep := <-c.reports:
-		return c.onReport(rep, opts.KillGrace)
-	case <-c.reaper.exited:
-		// It may have reported just before exiting; with the child gone the
-		// pipe ends at once unless something it started holds a copy.
-		t := time.NewTimer(opts.KillGrace)
-		defer t.Stop()
-		select {
-		case rep := <-c.reports:
-			switch rep.kind {
-			case reportFailed:
-				return 0, errors.New(rep.reason)
-			case reportReady:
-				return 0, fmt.Errorf("the serving process %s right after reporting ready", c.reaper.describe())
-			}
-		case <-t.C:
+		switch rep.kind {
+		case reportFailed:
+			return errors.New(rep.reason)
+		case reportReady:
+			return fmt.Errorf("the serving process %s right after reporting ready", c.reaper.describe())
 		}
-		return 0, fmt.Errorf("the serving process %s before it was ready", c.reaper.describe())
-	case <-timeout:
-		return 0, fmt.Errorf("%w (%s): servers fetched when they start (uvx, npx, GitHub clones) can take longer; pre-install them in the template with `mcp-gateway pull <server>`",
-			ErrTimeout, opts.Timeout)
-	case <-ctx.Done():
-		return 0, fmt.Errorf("interrupted while waiting for the gateway to be ready: %w", ctx.Err())
+	case <-t.C:
 	}
+	return fmt.Errorf("the serving process %s before it was ready", c.reaper.describe())
 }
 
 func (c *child) onReport(rep report, grace time.Duration) (int, error) {
@@ -361,6 +455,7 @@ func (c *child) onReport(rep report, grace time.Duration) (int, error) {
 func (c *child) fail(opts Options, reason error) error {
 	tail := logTail(opts.LogFile, c.logOffset)
 	terminate(c.pid, opts.KillGrace, c.reaper)
+	<-c.filesDone // what it wrote is removed below
 	if opts.PIDFile != "" {
 		RemovePIDFile(opts.PIDFile, c.pid)
 	}

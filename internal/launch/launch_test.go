@@ -526,3 +526,47 @@ func TestLaunchShortTokenIsNotMistakenForALeak(t *testing.T) {
 		t.Errorf("token file: %q, %v", b, err)
 	}
 }
+
+// An aborted launch (the launcher found the configuration invalid) kills the
+// serving process, which was waiting for its handoff, and writes nothing.
+func TestStartAbort(t *testing.T) {
+	opts := testOptions(t, "ready")
+	p, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.c.pid
+	p.Abort()
+	if st, err := readStat(pid); err == nil {
+		t.Errorf("serving process %d is still there after Abort (state %c)", pid, st.state)
+	}
+	for _, f := range []string{opts.TokenFile, opts.LogFile, opts.PIDFile, opts.PIDFile + ".lock"} {
+		assertGone(t, f)
+	}
+}
+
+// The token file is written while the servers start; failing to write it
+// fails the launch all the same, and stops the serving process.
+func TestLaunchUnwritableTokenFile(t *testing.T) {
+	opts := testOptions(t, "ready")
+	notADir := filepath.Dir(opts.TokenFile)
+	if err := os.MkdirAll(filepath.Dir(notADir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := launch(t, context.Background(), opts)
+	if err == nil {
+		t.Fatalf("Launch succeeded (pid %d) without its token file", res.PID)
+	}
+	if !strings.Contains(err.Error(), "token file "+opts.TokenFile) {
+		t.Errorf("error does not name the token file:\n%s", err)
+	}
+	var se *StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %T, want *StartError", err)
+	}
+	waitGone(t, "serving process", se.PID)
+	assertGone(t, opts.PIDFile)
+}

@@ -52,7 +52,7 @@ func serveForTest(mode string) int {
 		fmt.Fprintln(os.Stderr, "test server:", err)
 		return 2
 	}
-	handoff, err := ReadHandoff(os.Stdin)
+	handoff, err := AcceptHandoff(os.Stdin)
 	if err != nil {
 		n.Fail(err)
 		return 2

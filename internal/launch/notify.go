@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 // process (the first of exec's extra files).
 const ReadyFD = 3
 
-// maxHandoff bounds what ReadHandoff accepts. The handoff carries a config that
+// maxHandoff bounds what AcceptHandoff accepts. The handoff carries a config that
 // came in on one command-line argument (at most 128 KiB on Linux) and a token,
 // so anything near this size is a mistake, not a config.
 const maxHandoff = 16 << 20
@@ -92,17 +93,55 @@ func (n *Notifier) send(report string) error {
 	return nil
 }
 
-// ReadHandoff reads the launcher's handoff from r (the serving process's
-// stdin) to its end.
-func ReadHandoff(r io.Reader) ([]byte, error) {
+// AcceptHandoff reads the launcher's handoff from stdin (the serving
+// process's) to its end and, from then on, appends this process's stdout and
+// stderr to the log file the launcher named (they are discarded when it
+// named none). Call it before starting anything that should inherit them.
+func AcceptHandoff(stdin io.Reader) ([]byte, error) {
+	logFile, handoff, err := readHandoff(stdin)
+	if err != nil {
+		return nil, err
+	}
+	if err := redirectOutput(logFile); err != nil {
+		return nil, err
+	}
+	return handoff, nil
+}
+
+// readHandoff splits what the launcher wrote: the log file's path, a NUL,
+// and the handoff.
+func readHandoff(r io.Reader) (logFile string, handoff []byte, err error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxHandoff+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the launcher's handoff: %w", err)
+		return "", nil, fmt.Errorf("reading the launcher's handoff: %w", err)
 	}
 	if len(b) > maxHandoff {
-		return nil, fmt.Errorf("reading the launcher's handoff: more than %d bytes", maxHandoff)
+		return "", nil, fmt.Errorf("reading the launcher's handoff: more than %d bytes", maxHandoff)
 	}
-	return b, nil
+	path, rest, ok := bytes.Cut(b, []byte{0})
+	if !ok {
+		return "", nil, errors.New("reading the launcher's handoff: it ended before the log file's name (the launcher gave up, or this process was not started by one)")
+	}
+	return string(path), rest, nil
+}
+
+// redirectOutput points fds 1 and 2 at path, opened for appending; "" means
+// /dev/null.
+func redirectOutput(path string) error {
+	if path == "" {
+		path = os.DevNull
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("log file: %w", err)
+	}
+	defer f.Close()
+	for _, fd := range []int{1, 2} {
+		if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+			return fmt.Errorf("log file %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // reportKind is what the serving process said on the readiness pipe.

@@ -139,12 +139,18 @@ func TestOpenNotifierRejects(t *testing.T) {
 }
 
 func TestReadHandoff(t *testing.T) {
-	got, err := ReadHandoff(strings.NewReader(`{"token":"t"}`))
-	if err != nil || string(got) != `{"token":"t"}` {
-		t.Errorf("ReadHandoff = %q, %v", got, err)
+	logFile, got, err := readHandoff(strings.NewReader("/var/log/gw.log\x00{\"token\":\"t\"}"))
+	if err != nil || logFile != "/var/log/gw.log" || string(got) != `{"token":"t"}` {
+		t.Errorf("readHandoff = %q, %q, %v", logFile, got, err)
 	}
-	if _, err := ReadHandoff(io.LimitReader(zeros{}, maxHandoff+1)); err == nil {
-		t.Error("ReadHandoff accepted more than its limit")
+	if logFile, got, err := readHandoff(strings.NewReader("\x00h")); err != nil || logFile != "" || string(got) != "h" {
+		t.Errorf("readHandoff without a log file = %q, %q, %v", logFile, got, err)
+	}
+	if _, _, err := readHandoff(strings.NewReader("")); err == nil {
+		t.Error("readHandoff accepted an empty stdin (a launcher that gave up)")
+	}
+	if _, _, err := readHandoff(io.LimitReader(zeros{}, maxHandoff+1)); err == nil {
+		t.Error("readHandoff accepted more than its limit")
 	}
 }
 

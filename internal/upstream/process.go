@@ -80,6 +80,7 @@ type process struct {
 	graceful    atomic.Bool     // a graceful terminate owns the group's SIGKILL
 
 	tail       ring
+	pidfd      *os.File      // the child's, for awaitExit; nil without pidfds
 	exited     chan struct{} // closed when the child has been reaped
 	stdoutDone chan struct{}
 	stderrDone chan struct{}
@@ -146,6 +147,7 @@ func (s *Stdio) exec() (*process, error) {
 		s:          s,
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		pidfd:      watchExit(cmd.Process.Pid),
 		stdin:      files[1],
 		stdout:     files[2],
 		stderr:     files[4],
@@ -681,7 +683,11 @@ func (p *process) signal(sig syscall.Signal) {
 
 // wait reaps the child, then stops everything that served it.
 func (p *process) wait() {
+	awaitExit(p.pidfd)
 	err := p.cmd.Wait()
+	if p.pidfd != nil {
+		p.pidfd.Close()
+	}
 	detail := "exit status 0"
 	if err != nil {
 		detail = err.Error()
