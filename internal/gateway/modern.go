@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,6 +226,9 @@ func (st *mrtrState) verify(state string) (string, bool) {
 // so that it can outlive this HTTP request while the client answers an
 // input request, and returns its first event.
 func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	if !s.canBeAsked() {
+		return s.forwardModernDirect(ctx, m, stream, srv, params)
+	}
 	g := s.gw
 	events := make(chan modernEvent, 4)
 	s.inputs = events
@@ -241,6 +245,41 @@ func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Str
 	w := &inputWait{method: m.Method, name: name, events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
+
+// canBeAsked reports whether the client declared a capability a server
+// may ask it to use during a call (sampling, elicitation, roots).
+func (s *Session) canBeAsked() bool {
+	for _, c := range clientCapabilityFor {
+		if s.hasCapability(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardModernDirect runs a call on its request's goroutine: its client
+// can be asked for nothing, so the call never waits for input and never
+// outlives its request, and needs neither a goroutine of its own nor a
+// hand-off of its answer. A server's request to such a client ends the
+// call at once with the error failModern gives, as on the other path.
+func (s *Session) forwardModernDirect(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.abort = cancel
+	s.mu.Unlock()
+	reply := s.forwardLegacy(ctx, m, stream, srv, params)
+	var f *modernFailure
+	if errors.As(context.Cause(ctx), &f) {
+		return errorReply(f.err)
+	}
+	return reply
+}
+
+// modernFailure is the cause of a direct call's abort.
+type modernFailure struct{ err *wire.Error }
+
+func (f *modernFailure) Error() string { return f.err.Message }
 
 // await waits for the next event of a waiting call: a final reply ends it,
 // an input request is handed to the client as an input-required result.
@@ -332,6 +371,13 @@ const codeMissingRequiredClientCapabilities = -32021
 
 // failModern ends the modern client's request in flight with an error.
 func (s *Session) failModern(e *wire.Error) {
+	s.mu.Lock()
+	abort := s.abort
+	s.mu.Unlock()
+	if abort != nil {
+		abort(&modernFailure{e})
+		return
+	}
 	select {
 	case s.inputs <- modernEvent{reply: errorReply(e)}:
 	default:

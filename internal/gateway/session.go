@@ -99,6 +99,9 @@ type Session struct {
 	// A 2026-07-28 request: one request's client, without a session.
 	modern bool
 	inputs chan modernEvent // the call's input requests and final reply
+	// abort ends a 2026-07-28 call run on its request's goroutine with
+	// the cause given, a *modernFailure; nil otherwise.
+	abort context.CancelCauseFunc
 }
 
 // Gateway is the gateway the session belongs to.

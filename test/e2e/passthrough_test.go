@@ -1355,10 +1355,21 @@ func TestPassthroughLogOfOneClientsRequestStaysWithIt(t *testing.T) {
 // answer (the last event when the answer is an SSE stream).
 func postModern(ctx context.Context, t *testing.T, g *gw, method, name string, id int, params map[string]any) map[string]any {
 	t.Helper()
+	status, out := postModernAs(ctx, t, g, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}, method, name, id, params)
+	if status != http.StatusOK {
+		t.Fatalf("%s: status %d: %v", method, status, out)
+	}
+	return out
+}
+
+// postModernAs sends a 2026-07-28 request from a client declaring caps and
+// returns the HTTP status and the answer.
+func postModernAs(ctx context.Context, t *testing.T, g *gw, caps map[string]any, method, name string, id int, params map[string]any) (int, map[string]any) {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    modernEra,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
@@ -1383,9 +1394,6 @@ func postModern(ctx context.Context, t *testing.T, g *gw, method, name string, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: status %d: %s", method, resp.StatusCode, raw)
-	}
 	msg := raw
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -1398,9 +1406,9 @@ func postModern(ctx context.Context, t *testing.T, g *gw, method, name string, i
 	}
 	var out map[string]any
 	if err := json.Unmarshal(msg, &out); err != nil {
-		t.Fatalf("%s: answer %q: %v", method, raw, err)
+		t.Fatalf("%s: status %d, answer %q: %v", method, resp.StatusCode, raw, err)
 	}
-	return out
+	return resp.StatusCode, out
 }
 
 // 8. A 2026-07-28 client calls a tool of the legacy everything server that
@@ -1461,6 +1469,28 @@ func TestPassthroughModernInputRequired(t *testing.T) {
 		e, _ := third["error"].(map[string]any)
 		if msg, _ := e["message"].(string); !strings.Contains(msg, "requestState already used or expired") {
 			t.Errorf("reusing the requestState = %v, want an error saying it was used", third)
+		}
+	})
+
+	// A client that declared no capability a server may use runs its call
+	// on the request's goroutine (no input can be asked of it): the
+	// server's request still ends the call at once with -32021, and the
+	// server stays usable.
+	t.Run("a client that declared nothing", func(t *testing.T) {
+		for id := range 3 {
+			status, answer := postModernAs(ctx, t, g, map[string]any{}, "tools/call", "trigger-elicitation-request", 10+id,
+				map[string]any{"name": "trigger-elicitation-request", "arguments": map[string]any{}})
+			e, _ := answer["error"].(map[string]any)
+			data, _ := e["data"].(map[string]any)
+			required, _ := data["requiredCapabilities"].(map[string]any)
+			if code, _ := e["code"].(float64); code != -32021 || required["elicitation"] == nil || status != http.StatusBadRequest {
+				t.Errorf("call %d: status %d, answer %v; want 400 with error -32021 requiring elicitation", id, status, answer)
+			}
+		}
+		status, answer := postModernAs(ctx, t, g, map[string]any{}, "tools/call", "echo", 20,
+			map[string]any{"name": "echo", "arguments": map[string]any{"message": "after"}})
+		if b, _ := json.Marshal(answer["result"]); status != http.StatusOK || !strings.Contains(string(b), "after") {
+			t.Errorf("echo after the refused calls: status %d, answer %v", status, answer)
 		}
 	})
 }
