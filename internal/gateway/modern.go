@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,23 +262,18 @@ func (s *Session) canBeAsked() bool {
 // hand-off of its answer. A server's request to such a client ends the
 // call at once with the error failModern gives, as on the other path.
 func (s *Session) forwardModernDirect(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	s.mu.Lock()
-	s.abort = cancel
+	s.direct = true
 	s.mu.Unlock()
 	reply := s.forwardLegacy(ctx, m, stream, srv, params)
-	var f *modernFailure
-	if errors.As(context.Cause(ctx), &f) {
-		return errorReply(f.err)
+	s.mu.Lock()
+	failure := s.failure
+	s.mu.Unlock()
+	if failure != nil {
+		return errorReply(failure)
 	}
 	return reply
 }
-
-// modernFailure is the cause of a direct call's abort.
-type modernFailure struct{ err *wire.Error }
-
-func (f *modernFailure) Error() string { return f.err.Message }
 
 // await waits for the next event of a waiting call: a final reply ends it,
 // an input request is handed to the client as an input-required result.
@@ -372,12 +366,15 @@ const codeMissingRequiredClientCapabilities = -32021
 // failModern ends the modern client's request in flight with an error.
 func (s *Session) failModern(e *wire.Error) {
 	s.mu.Lock()
-	abort := s.abort
-	s.mu.Unlock()
-	if abort != nil {
-		abort(&modernFailure{e})
+	if s.direct { // the call's own cancel ends it; forwardModernDirect answers e
+		s.failure = e
+		for _, c := range s.calls {
+			c.cancel()
+		}
+		s.mu.Unlock()
 		return
 	}
+	s.mu.Unlock()
 	select {
 	case s.inputs <- modernEvent{reply: errorReply(e)}:
 	default:

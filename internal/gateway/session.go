@@ -97,11 +97,10 @@ type Session struct {
 	ups map[*server]Upstream // this client's own sessions of per-client servers
 
 	// A 2026-07-28 request: one request's client, without a session.
-	modern bool
-	inputs chan modernEvent // the call's input requests and final reply
-	// abort ends a 2026-07-28 call run on its request's goroutine with
-	// the cause given, a *modernFailure; nil otherwise.
-	abort context.CancelCauseFunc
+	modern  bool
+	inputs  chan modernEvent // the call's input requests and final reply
+	direct  bool             // a 2026-07-28 call runs on its request's goroutine
+	failure *wire.Error      // why failModern ended that call
 }
 
 // Gateway is the gateway the session belongs to.
