@@ -129,6 +129,33 @@ func TestHandoffMidConnection(t *testing.T) {
 	}
 }
 
+// TestBareLineFeeds: a head whose lines end in a bare LF is net/http's to
+// read, at once, not after a header timeout.
+func TestBareLineFeeds(t *testing.T) {
+	_, addr := start(t, echo)
+	for _, req := range []string{
+		"POST /mcp HTTP/1.1\nHost: h\nContent-Length: 2\n\nlf",
+		"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\n\r\nlf",
+		"POST /mcp HTTP/1.1\r\nHost: h\nContent-Length: 2\r\n\r\nlf",
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, req)
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", req, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != "POST /mcp HTTP/1.1 host=h auth= body=lf" || resp.Header.Get("X-Path") != "net/http" {
+			t.Errorf("%q: got %q on %s", req, body, resp.Header.Get("X-Path"))
+		}
+		c.Close()
+	}
+}
+
 func TestResponseFraming(t *testing.T) {
 	big := strings.Repeat("x", flushAt+100)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

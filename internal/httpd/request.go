@@ -82,11 +82,12 @@ func (c *conn) peekHead() ([]byte, error) {
 	for {
 		n := c.br.Buffered()
 		buf, _ := c.br.Peek(n)
-		if i := bytes.Index(buf, headEnd); i >= 0 {
+		i := bytes.Index(buf, headEnd)
+		if i >= 0 && !bareLFEnd(buf[:i+1]) {
 			return buf[:i+len(headEnd)], nil
 		}
-		if n >= c.br.Size() {
-			return nil, nil
+		if i >= 0 || bareLFEnd(buf) || n >= c.br.Size() {
+			return nil, nil // a line ended by a bare LF (net/http takes it), or too long
 		}
 		if !deadline && c.srv.ReadHeaderTimeout > 0 {
 			_ = c.rwc.SetReadDeadline(time.Now().Add(c.srv.ReadHeaderTimeout))
@@ -96,6 +97,12 @@ func (c *conn) peekHead() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// bareLFEnd reports an empty line ended by a bare LF, which net/http (like
+// RFC 9112's lenient parsers) takes as the end of a head.
+func bareLFEnd(b []byte) bool {
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
 }
 
 // parseHead parses a request head ending in an empty line; ok is false for
