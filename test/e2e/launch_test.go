@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -450,6 +452,48 @@ func TestHTTPFront(t *testing.T) {
 		resp, body := post(`{"jsonrpc":`, withSession)
 		if resp.StatusCode != 400 || !strings.Contains(body, "-32700") {
 			t.Errorf("status %d body %s", resp.StatusCode, body)
+		}
+	})
+	// POST /mcp with a Content-Length is answered by the gateway's own
+	// HTTP/1.1 server; a chunked body, GET /health and what follows them on
+	// the same connection by net/http (internal/httpd). One connection
+	// carries all of them, pipelined, and every answer is right.
+	t.Run("one connection: calls, a chunked call, health, calls", func(t *testing.T) {
+		c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(g.url, "/mcp"), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		host := strings.TrimPrefix(strings.TrimSuffix(g.url, "/mcp"), "http://")
+		call := func(id int, text string) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, text)
+		}
+		head := "Host: " + host + "\r\nAuthorization: Bearer " + g.token + "\r\nMcp-Session-Id: " + sid +
+			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+		plain := func(id int, text string) string {
+			b := call(id, text)
+			return fmt.Sprintf("POST /mcp HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s", head, len(b), b)
+		}
+		chunked := func(id int, text string) string {
+			b := call(id, text)
+			return fmt.Sprintf("POST /mcp HTTP/1.1\r\n%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", head, len(b), b)
+		}
+		reqs := plain(11, "first") + plain(12, "second") + chunked(13, "chunked") +
+			"GET /health HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + plain(14, "after")
+		if _, err := io.WriteString(c, reqs); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		for _, want := range []string{`"id":11,"result":{"content":[{"type":"text","text":"first"}]`, `"text":"second"`, `"text":"chunked"`, `"status":"ok"`, `"text":"after"`} {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("waiting for the answer with %s: %v", want, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+				t.Errorf("status %d, body %s; want 200 with %s", resp.StatusCode, b, want)
+			}
 		}
 	})
 	t.Run("body over the limit is 413", func(t *testing.T) {
