@@ -406,3 +406,64 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// TestConcurrentConnections runs many connections at once, with quick and
+// watched (slow) requests and clients that go away mid-request, under the
+// race detector: every answer a client waits for is its own.
+func TestConcurrentConnections(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Slow") != "" {
+			select {
+			case <-time.After(watchAfter + 10*time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Write(b)
+	})
+	_, addr := start(t, h)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for i := range 20 {
+				body := fmt.Sprintf("g%d-i%d", g, i)
+				slow := ""
+				if i%7 == 3 {
+					slow = "X-Slow: 1\r\n"
+				}
+				if g%4 == 0 && i == 10 {
+					// Go away in the middle of a slow request.
+					fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: h\r\nX-Slow: 1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+					return
+				}
+				fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: h\r\n%sContent-Length: %d\r\n\r\n%s", slow, len(body), body)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %v", body, err)
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				if string(got) != body {
+					errs <- fmt.Errorf("sent %s, got %q", body, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
