@@ -85,8 +85,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.closing.Load() {
 				return http.ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() { // e.g. out of file descriptors: wait, as net/http does
+			if isTemporary(err) { // e.g. out of file descriptors: wait, as net/http does
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 				s.logf("httpd: accept error: %v; retrying in %v", err, backoff)
 				time.Sleep(backoff)
@@ -102,6 +101,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		go c.serve()
 	}
+}
+
+// isTemporary reports an accept error worth retrying, by the test net/http
+// applies (EMFILE, ENFILE, ENOBUFS, ENOMEM and timeouts say they are).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
 }
 
 // Shutdown stops accepting, closes idle connections, and waits for the

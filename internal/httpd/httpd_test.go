@@ -9,8 +9,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -465,5 +467,48 @@ func TestConcurrentConnections(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// flakyListener fails its first Accept with a temporary error, as a
+// listener out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptRetriesTemporaryErrors: running out of file descriptors for a
+// moment does not stop the server.
+func TestAcceptRetriesTemporaryErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: echo, Path: "/mcp", ErrorLog: log.New(io.Discard, "", 0)}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&flakyListener{Listener: ln}) }()
+	defer func() {
+		s.Close()
+		if err := <-served; err != http.ErrServerClosed {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Post("http://"+ln.Addr().String()+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "body={}") {
+		t.Errorf("got %q", body)
 	}
 }
