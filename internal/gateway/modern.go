@@ -223,7 +223,8 @@ func (st *mrtrState) verify(state string) (string, bool) {
 
 // forwardModern runs a server call for a modern client in the background,
 // so that it can outlive this HTTP request while the client answers an
-// input request, and returns its first event.
+// input request, and returns its first event. A client that can be asked
+// for nothing has its call run directly (forwardModernDirect).
 func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	if !s.canBeAsked() {
 		return s.forwardModernDirect(ctx, m, stream, srv, params)
