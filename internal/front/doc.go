@@ -6,5 +6,6 @@
 // upstream): it authenticates, tells protocol eras apart, keeps the HTTP
 // sessions, decodes the JSON-RPC envelope and hands each message to the
 // client's gateway.Session. It knows nothing about upstream servers or
-// processes.
+// processes. It is an http.Handler: internal/httpd serves it, reading and
+// answering POST /mcp itself and leaving the rest to net/http.
 package front
