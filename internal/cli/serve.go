@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/httpd"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/procs"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -270,7 +271,9 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": router.Status()}
 		},
 	}
-	srv := &httpd.Server{Handler: handler, Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	// One P while several calls are in flight (internal/procs); the host
+	// gateway, serving many sandboxes at once, keeps the runtime's default.
+	srv := &httpd.Server{Handler: procs.New().Wrap(handler), Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
