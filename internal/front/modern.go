@@ -70,7 +70,8 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 // validateModern checks a modern request's version and its headers against its body.
 func (h *Handler) validateModern(r *http.Request, gw *gateway.Gateway, m *wire.Message) *wire.Error {
 	headerVersion := r.Header.Get(headerProtocolVersion)
-	metaVersion, _ := wire.GetString(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion)
+	meta := wire.Get(m.Params, "_meta")
+	metaVersion, _ := wire.GetString(meta, gateway.MetaProtocolVersion)
 	switch {
 	case headerVersion == "":
 		return wire.Errorf(codeHeaderMismatch, "Header mismatch: the %s header is required with _meta %q", headerProtocolVersion, gateway.MetaProtocolVersion)
@@ -81,7 +82,6 @@ func (h *Handler) validateModern(r *http.Request, gw *gateway.Gateway, m *wire.M
 	case headerVersion != gateway.ModernVersion:
 		return &wire.Error{Code: wire.CodeUnsupportedProtocolVersion}
 	}
-	meta := wire.Get(m.Params, "_meta")
 	if v := wire.Get(meta, gateway.MetaClientCapabilities); v == nil || v[0] != '{' {
 		return wire.Errorf(wire.CodeInvalidParams, "missing or invalid _meta %q: every %s request carries its client's capabilities", gateway.MetaClientCapabilities, gateway.ModernVersion)
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 )
@@ -29,14 +30,23 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string starting at b[i] == '"'.
+// It looks for quotes with bytes.IndexByte; a quote preceded by an odd
+// number of backslashes is escaped.
 func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			break
+		}
+		i += q
+		escapes := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
 			return i + 1, nil
 		}
+		i++
 	}
 	return 0, errSyntax
 }
@@ -92,13 +102,11 @@ func skipValue(b []byte, i int) (int, error) {
 // is key; escaped keys are compared decoded, the slow way.
 func keyEquals(b []byte, start, end int, key string) bool {
 	raw := b[start+1 : end-1]
-	for _, c := range raw {
-		if c == '\\' {
-			s, ok := unquote(b[start:end])
-			return ok && s == key
-		}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == key
 	}
-	return string(raw) == key
+	s, ok := unquote(b[start:end])
+	return ok && s == key
 }
 
 // scanMember locates a top-level member of the object in obj.

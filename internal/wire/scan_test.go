@@ -26,6 +26,9 @@ var memberCases = []string{
 	`{"name":true,"x":-1.5e3}`,
 	`{"_meta":{"progressToken":7},"name":"t"}`,
 	"{\n\t\"name\"\t:\n\"tabs\"\n}",
+	`{"a":"ends in a backslash\\","name":"after it"}`,
+	`{"a":"\\\"still a string\\\\","name":"\\"}`,
+	`{"a\\":1,"name":[{"x":"\\\\\""}]}`,
 }
 
 func TestMemberMatchesDecoding(t *testing.T) {
@@ -220,4 +223,24 @@ func BenchmarkValid(b *testing.B) {
 			json.Valid(msg)
 		}
 	})
+}
+
+// BenchmarkModernLookups does the lookups the gateway makes in the params of
+// one 2026-07-28 tools/call (its _meta carries the client's version, info
+// and capabilities).
+func BenchmarkModernLookups(b *testing.B) {
+	params := []byte(`{"name":"echo","arguments":{"text":"hello world from the benchmark"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"mcp-gateway-bench","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}`)
+	for b.Loop() {
+		for range 4 {
+			meta := Get(params, "_meta")
+			for _, k := range []string{"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities", "progressToken"} {
+				Get(meta, k)
+			}
+		}
+		GetString(params, "name")
+		GetString(params, "requestState")
+	}
 }
