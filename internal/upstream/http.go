@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/httpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -254,26 +255,40 @@ func parseServerURL(raw string) (*url.URL, error) {
 // server's headers elsewhere; no proxy is used. One client can be shared by
 // every upstream of the same server (one per downstream client), which then
 // share its connections.
+//
+// Its transport is an [httpc.Transport]: plain http:// requests are written
+// and their responses read on the caller's goroutine, over keep-alive
+// HTTP/1.1, without net/http's two goroutines per connection and the
+// hand-offs between them. https (where HTTP/2 is negotiated) and the rare
+// request httpc leaves go to an http.Transport dialling through the same
+// guard.
 func NewHTTPClient(server string, guard *netguard.Policy) *http.Client {
 	if guard == nil {
 		guard = &netguard.Policy{}
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	transport := &http.Transport{
-		DialContext:       guard.DialContext(server, dialer),
-		ForceAttemptHTTP2: true,
-		// One client serves every session of a server, so every idle
-		// connection is to the same host: keep as many as the calls that
-		// were in flight at once, or each burst past the limit ends in
-		// closing connections and dialling new ones.
-		MaxIdleConns:          128,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
+	dial := guard.DialContext(server, dialer)
+	// One client serves every session of a server, so every idle connection
+	// is to the same host: keep as many as the calls that were in flight at
+	// once, or each burst past the limit ends in closing connections and
+	// dialling new ones.
+	const maxIdle, idleTimeout = 128, 90 * time.Second
+	fallback := &http.Transport{
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxIdle,
+		MaxIdleConnsPerHost:   maxIdle,
+		IdleConnTimeout:       idleTimeout,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
 	return &http.Client{
-		Transport:     transport,
+		Transport: &httpc.Transport{
+			Dial:                dial,
+			Fallback:            fallback,
+			MaxIdleConnsPerHost: maxIdle,
+			IdleConnTimeout:     idleTimeout,
+		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
