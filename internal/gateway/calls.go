@@ -779,25 +779,11 @@ func stripModernMeta(params json.RawMessage) json.RawMessage {
 	if meta == nil {
 		return params
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(meta, &m) != nil {
+	stripped, removed := wire.Delete(meta, modernMetaKeys...)
+	if !removed {
 		return params
 	}
-	found := false
-	for _, k := range modernMetaKeys {
-		if _, ok := m[k]; ok {
-			delete(m, k)
-			found = true
-		}
-	}
-	if !found {
-		return params
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return params
-	}
-	out, err := wire.Set(params, "_meta", b)
+	out, err := wire.Set(params, "_meta", stripped)
 	if err != nil {
 		return params
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Member locates the value of a top-level member of a JSON object: it returns
@@ -92,4 +93,52 @@ func Set(obj []byte, key string, value json.RawMessage) ([]byte, error) {
 	out = append(out, ':')
 	out = append(out, value...)
 	return append(out, obj[closing:]...), nil
+}
+
+// Delete returns obj without its top-level members named one of keys, and
+// whether it removed any. The members kept are copied as they are, in their
+// order; only the white space between members is not kept. obj itself is
+// returned when nothing is removed or it is not an object.
+func Delete(obj []byte, keys ...string) ([]byte, bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return obj, false
+	}
+	type span struct{ start, end int }
+	var buf [16]span
+	kept, dropped := buf[:0], false
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] == '"'; {
+		start := i
+		kend, err := skipString(obj, i)
+		if err != nil {
+			return obj, false
+		}
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return obj, false
+		}
+		vend, err := skipValue(obj, skipSpace(obj, i+1))
+		if err != nil {
+			return obj, false
+		}
+		if slices.ContainsFunc(keys, func(k string) bool { return keyEquals(obj, start, kend, k) }) {
+			dropped = true
+		} else {
+			kept = append(kept, span{start, vend})
+		}
+		if i = skipSpace(obj, vend); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if !dropped {
+		return obj, false
+	}
+	out := append(make([]byte, 0, len(obj)), '{')
+	for n, m := range kept {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, obj[m.start:m.end]...)
+	}
+	return append(out, '}'), true
 }

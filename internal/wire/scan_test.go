@@ -244,3 +244,69 @@ func BenchmarkModernLookups(b *testing.B) {
 		GetString(params, "requestState")
 	}
 }
+
+func TestDelete(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a":1,"b":{"c":[1,"}"]},"d":"x"}`, `{"a":1,"d":"x"}`},
+		{`{"b":2}`, `{}`},
+		{`{ "a" : 1 , "b" : 2 , "c" : 3 }`, `{"a" : 1,"c" : 3}`},
+		{`{"\u0062":2,"a":1}`, `{"a":1}`},
+		{`{"a":"b","bb":1}`, ``}, // nothing removed
+		{`{}`, ``},
+		{`[1]`, ``},
+	} {
+		got, removed := Delete([]byte(c.in), "b")
+		if c.want == "" {
+			if removed || string(got) != c.in {
+				t.Errorf("Delete(%s) = %s, %v; want it unchanged", c.in, got, removed)
+			}
+			continue
+		}
+		if !removed || string(got) != c.want {
+			t.Errorf("Delete(%s) = %s, %v; want %s, true", c.in, got, removed, c.want)
+		}
+	}
+}
+
+// FuzzDelete checks Delete against decoding: the members left are the
+// others, in their order, with their values as written.
+func FuzzDelete(f *testing.F) {
+	for _, c := range memberCases {
+		f.Add([]byte(c), "name")
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		if !json.Valid(obj) || !utf8.Valid(obj) || !utf8.ValidString(key) {
+			return // encoding/json, the reference, decodes invalid UTF-8 as U+FFFD
+		}
+		got, removed := Delete(obj, key)
+		_, wantRemoved := memberByDecoding(obj, key)
+		if removed != wantRemoved {
+			t.Fatalf("Delete(%q, %q) removed %v; decoding finds the key: %v", obj, key, removed, wantRemoved)
+		}
+		if !removed {
+			return
+		}
+		if !json.Valid(got) {
+			t.Fatalf("Delete(%q, %q) = %q: not JSON", obj, key, got)
+		}
+		var before, after map[string]json.RawMessage
+		if json.Unmarshal(obj, &before) != nil {
+			return
+		}
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("Delete(%q, %q) = %q: %v", obj, key, got, err)
+		}
+		if _, ok := after[key]; ok {
+			t.Fatalf("Delete(%q, %q) = %q still has the key", obj, key, got)
+		}
+		delete(before, key)
+		if len(before) != len(after) {
+			t.Fatalf("Delete(%q, %q) = %q: %d members, want %d", obj, key, got, len(after), len(before))
+		}
+		for k, v := range after {
+			if !bytes.Equal(bytes.TrimSpace(v), bytes.TrimSpace(before[k])) {
+				t.Fatalf("Delete(%q, %q) = %q: member %q changed", obj, key, got, k)
+			}
+		}
+	})
+}
