@@ -34,7 +34,7 @@ const (
 	// process to one P.
 	busy = 3
 	// calmWindows of at most one request in flight give the default back.
-	calmWindows = 5
+	calmWindows = 2
 	// idleWindows without a request stop the Governor's goroutine until the
 	// next request.
 	idleWindows = 50
