@@ -137,6 +137,16 @@ func newTransport(t *testing.T) (*httpc.Transport, *dialer, *fallback) {
 	return tr, d, fb
 }
 
+// checkNotReused makes one more request and checks it took a second
+// connection: the first, cancelled or closed, must not be reused.
+func checkNotReused(t *testing.T, tr *httpc.Transport, srv *server, d *dialer, what string) {
+	t.Helper()
+	roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", ""))
+	if srv.opened.Load() != 2 || d.n.Load() != 2 {
+		t.Errorf("%d connections (%d dialled), want 2: the %s one must not be reused", srv.opened.Load(), d.n.Load(), what)
+	}
+}
+
 func request(t *testing.T, ctx context.Context, method, url, body string) *http.Request {
 	t.Helper()
 	var r io.Reader
@@ -582,10 +592,7 @@ func TestCancelWaitingForTheHead(t *testing.T) {
 				t.Errorf("RoundTrip returned %v after the cancellation", took)
 			}
 			waitFor(t, gone, "the server seeing the connection close")
-			roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", ""))
-			if srv.opened.Load() != 2 || d.n.Load() != 2 {
-				t.Errorf("%d connections (%d dialled), want 2: the cancelled one must not be reused", srv.opened.Load(), d.n.Load())
-			}
+			checkNotReused(t, tr, srv, d, "cancelled")
 		})
 	}
 }
@@ -619,10 +626,7 @@ func TestCancelReadingTheBody(t *testing.T) {
 		t.Errorf("reading again: %v; want the same error", err)
 	}
 	waitFor(t, gone, "the server seeing the connection close")
-	roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", ""))
-	if srv.opened.Load() != 2 || d.n.Load() != 2 {
-		t.Errorf("%d connections (%d dialled), want 2: the cancelled one must not be reused", srv.opened.Load(), d.n.Load())
-	}
+	checkNotReused(t, tr, srv, d, "cancelled")
 }
 
 func TestDeadline(t *testing.T) {
@@ -700,10 +704,7 @@ func TestCloseMidStream(t *testing.T) {
 		t.Errorf("reading after Close: %v, want http.ErrBodyReadAfterClose", err)
 	}
 	waitFor(t, gone, "the server seeing the connection close")
-	roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", ""))
-	if srv.opened.Load() != 2 || d.n.Load() != 2 {
-		t.Errorf("%d connections (%d dialled), want 2: the closed one must not be reused", srv.opened.Load(), d.n.Load())
-	}
+	checkNotReused(t, tr, srv, d, "closed")
 }
 
 // TestCloseDuringRead: Close from another goroutine ends a blocked Read.
