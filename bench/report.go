@@ -441,7 +441,7 @@ func writeSoak(b *strings.Builder, s *soakResult) {
 		"The baseline is taken after a warm-up at the same concurrency (Go keeps the threads it creates). "+
 		"Afterwards a trickle of calls (100 every 250 ms) lets GCs run until the figures are back or 10 s pass: %s. "+
 		"Back means: RSS and live heap within 10%% + 1 MiB of the baseline; open files and goroutines no more than the baseline's "+
-		"plus %d and %d, the idle connections (and their two goroutines each) an HTTP client may keep from a peak of %d calls in flight; "+
+		"plus %d and %d, the idle connections (and, where net/http keeps them, two goroutines each) an HTTP client may keep from a peak of %d calls in flight; "+
 		"a leak grows with the sessions and calls.\n\n",
 		s.took.Round(time.Millisecond), s.errors, map[bool]string{true: fmt.Sprintf("back after %s", s.settled.Round(time.Millisecond)), false: "**not back**"}[s.back],
 		s.conc, 2*s.conc, s.conc)

@@ -457,8 +457,9 @@ func (b *bench) soakOn(t *target, calls, sessions int) {
 // 10% + 1 MiB of before. Threads are reported, not judged: Go keeps every
 // thread it once needed, and a leaked goroutine takes none.
 //
-// The gateway keeps idle connections to a remote server (and a net/http
-// client two goroutines for each) as many as were last in use at once, up
+// The gateway keeps idle connections to a remote server (internal/httpc
+// none for plain http, net/http two goroutines each for https) as many as
+// were last in use at once, up
 // to its limit: between the baseline and the end that count varies by up to
 // the soak's concurrency, while a leak grows with the 1 000 sessions and
 // 100 000 calls.
