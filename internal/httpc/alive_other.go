@@ -9,3 +9,18 @@ import "net"
 // meanwhile fails; one written to nothing (a failed write) or a GET is sent
 // again on a new connection (see Transport.RoundTrip).
 func alive(net.Conn) bool { return true }
+
+// Answers of peek.
+const (
+	nothingYet = iota
+	hasData
+	broken
+)
+
+// peek cannot look without waiting here: it says there may be data, so a
+// released body's rest is read (and found missing) rather than left.
+func peek(net.Conn) int { return hasData }
+
+// readNow cannot read without waiting here: a released body's connection
+// is then closed rather than reused.
+func readNow(net.Conn, []byte) (int, error) { return 0, errWouldBlock }

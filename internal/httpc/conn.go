@@ -3,6 +3,7 @@ package httpc
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,7 +35,20 @@ type conn struct {
 	headLeft int64
 	idleAt   time.Time
 	reused   bool // taken from the idle pool for the current request
+	// tail is the rest of a released response body (see body.Release),
+	// read and discarded before the connection is used again; nil when
+	// the connection is at the start of a response.
+	tail io.Reader
+	// nowait makes Read return errWouldBlock instead of waiting for data:
+	// set while the tail is read.
+	nowait bool
 }
+
+// errWouldBlock: a read without waiting found no data.
+var errWouldBlock = errors.New("httpc: no data without waiting")
+
+// maxTail bounds what is read and discarded of a released body.
+const maxTail = 1 << 20
 
 func newConn(addr string, nc net.Conn) *conn {
 	c := &conn{addr: addr, nc: nc, headLeft: -1}
@@ -46,6 +60,9 @@ func newConn(addr string, nc net.Conn) *conn {
 // Read reads from the connection for br, within the bound of a response
 // head while one is read.
 func (c *conn) Read(p []byte) (int, error) {
+	if c.nowait {
+		return readNow(c.nc, p)
+	}
 	if c.headLeft < 0 {
 		return c.nc.Read(p)
 	}
@@ -61,6 +78,39 @@ func (c *conn) Read(p []byte) (int, error) {
 }
 
 func (c *conn) close() { c.nc.Close() }
+
+// States of a released body's rest, for finishTail.
+const (
+	tailRead    = iota // read: the connection is at the start of a response
+	tailPending        // nothing of it has arrived yet; nothing consumed
+	tailFailed         // part of it, too much of it, or an error: close
+)
+
+// finishTail reads and discards the rest of a released body without
+// waiting. When none of it has arrived yet the connection is left as it
+// is, to be tried again later; when only part of it has (the server is
+// still writing that response), or more than maxTail, it has failed.
+func (c *conn) finishTail() int {
+	if c.tail == nil {
+		return tailRead
+	}
+	if c.br.Buffered() == 0 {
+		switch peek(c.nc) {
+		case nothingYet:
+			return tailPending
+		case broken:
+			return tailFailed
+		}
+	}
+	c.nowait = true
+	n, err := io.Copy(io.Discard, io.LimitReader(c.tail, maxTail+1))
+	c.nowait = false
+	c.tail = nil
+	if err != nil || n > maxTail || c.br.Buffered() > 0 {
+		return tailFailed
+	}
+	return tailRead
+}
 
 // readResponse reads the head of the final response to req, skipping
 // informational ones (1xx but 101 Switching Protocols).
@@ -81,10 +131,11 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 
 // States of a body.
 const (
-	bodyOpen   int32 = iota
-	bodyDone         // read to its end; the connection released
-	bodyFailed       // a read failed; the connection closed
-	bodyClosed       // closed by the caller
+	bodyOpen     int32 = iota
+	bodyDone           // read to its end; the connection released
+	bodyFailed         // a read failed; the connection closed
+	bodyClosed         // closed by the caller
+	bodyReleased       // released by the caller: its rest is read later
 )
 
 // body is a response body read from its connection. Reaching its end
@@ -108,7 +159,7 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	case bodyFailed:
 		return 0, b.err
-	case bodyClosed:
+	case bodyClosed, bodyReleased:
 		return 0, http.ErrBodyReadAfterClose
 	}
 	n, err := b.rc.Read(p)
@@ -143,4 +194,25 @@ func (b *body) Close() error {
 		b.c.close()
 	}
 	return nil
+}
+
+// Release ends the caller's use of a body it has read what it needs of,
+// when the rest is expected to follow at once (the end of an SSE response
+// stream after its last event): instead of a reader waiting for it, the
+// connection goes back to the idle pool, behind the others, with the rest
+// unread, and the next request to take it reads and discards the rest
+// first, without waiting. If none of it has arrived by then, the request
+// leaves the connection idle and takes another; if part of it has, the
+// connection is closed. The request's context no longer closes the connection. Release
+// after the body's end or Close does nothing more; Read after it fails.
+func (b *body) Release() {
+	if !b.state.CompareAndSwap(bodyOpen, bodyReleased) {
+		return
+	}
+	if !b.stop() || !b.keep {
+		b.c.close() // the context ended meanwhile, or no reuse anyway
+		return
+	}
+	b.c.tail = b.rc
+	b.t.keepIdle(b.c, true) // behind the others: its rest has time to arrive
 }

@@ -13,7 +13,11 @@
 // which the gateway gives netguard's checked dialer), writes the request
 // line, headers and body with one Write, and reads the response head with
 // [http.ReadResponse]; the caller then reads the body straight from the
-// connection, which goes back to the idle pool when the body reaches its end.
+// connection, which goes back to the idle pool when the body reaches its end
+// — or when the caller releases it (Release, on the body): the end of an
+// SSE response stream after the response, which the server writes at once,
+// is then read by the connection's next request, without waiting, instead
+// of by a goroutine waiting for it.
 // No goroutine runs per connection or per request: a request's context
 // ending closes its connection through [context.AfterFunc].
 //

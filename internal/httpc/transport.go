@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -167,18 +168,32 @@ func (t *Transport) fallback() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// conn returns a live idle connection to addr, or a new one.
+// conn returns a live idle connection to addr, or a new one. An idle
+// connection whose released body's rest has not arrived yet is skipped
+// and kept, behind the others.
 func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
+	var waiting []*conn
+	defer func() {
+		for _, c := range waiting {
+			t.keepIdle(c, true)
+		}
+	}()
 	for {
 		c := t.takeIdle(addr)
 		if c == nil {
 			return t.dial(ctx, addr)
 		}
-		if alive(c.nc) {
-			c.reused = true
-			return c, nil
+		switch c.finishTail() {
+		case tailPending:
+			waiting = append(waiting, c)
+			continue
+		case tailRead:
+			if alive(c.nc) {
+				c.reused = true
+				return c, nil
+			}
 		}
-		c.close() // the server closed it while it was idle
+		c.close() // the server closed it while it was idle, or was still writing
 	}
 }
 
@@ -224,8 +239,11 @@ func (t *Transport) takeIdle(addr string) *conn {
 
 // putIdle keeps c for the next request to its address, closing the longest
 // idle connections past the bound or the timeout.
-func (t *Transport) putIdle(c *conn) {
-	if c.br.Buffered() > 0 { // the server sent more than its response
+func (t *Transport) putIdle(c *conn) { t.keepIdle(c, false) }
+
+// keepIdle keeps c idle: on top of the others (taken first), or behind them.
+func (t *Transport) keepIdle(c *conn, behind bool) {
+	if c.tail == nil && c.br.Buffered() > 0 { // the server sent more than its response
 		c.close()
 		return
 	}
@@ -251,7 +269,12 @@ func (t *Transport) putIdle(c *conn) {
 		clear(conns[kept:])
 		conns = conns[:kept]
 	}
-	t.idle[c.addr] = append(conns, c)
+	if behind {
+		conns = slices.Insert(conns, 0, c)
+	} else {
+		conns = append(conns, c)
+	}
+	t.idle[c.addr] = conns
 	t.mu.Unlock()
 	for _, e := range evicted {
 		e.close()

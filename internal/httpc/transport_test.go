@@ -28,6 +28,7 @@ const prompt = 2 * time.Second
 type server struct {
 	*httptest.Server
 	opened, closed atomic.Int32
+	idled          atomic.Int32 // responses written to their end
 }
 
 func newServer(t *testing.T, h http.Handler, configure ...func(*http.Server)) *server {
@@ -37,6 +38,8 @@ func newServer(t *testing.T, h http.Handler, configure ...func(*http.Server)) *s
 		switch st {
 		case http.StateNew:
 			s.opened.Add(1)
+		case http.StateIdle:
+			s.idled.Add(1)
 		case http.StateClosed, http.StateHijacked:
 			s.closed.Add(1)
 		}
@@ -1083,4 +1086,143 @@ func BenchmarkRoundTrip(b *testing.B) {
 			})
 		})
 	}
+}
+
+// released reads the first event of an SSE response to GET path and
+// releases the body (as internal/upstream does once it has its answer).
+func released(t *testing.T, tr *httpc.Transport, ctx context.Context, url string) {
+	t.Helper()
+	resp, err := tr.RoundTrip(request(t, ctx, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := readEvent(bufio.NewReaderSize(resp.Body, 16)); ev != "data: one\n" {
+		t.Fatalf("event %q", ev)
+	}
+	r, ok := resp.Body.(interface{ Release() })
+	if !ok {
+		t.Fatalf("the body (%T) has no Release", resp.Body)
+	}
+	r.Release()
+	if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
+		t.Error("a released body could still be read")
+	}
+}
+
+// oneEvent answers /sse with an SSE stream of one event. With gone set,
+// /sse?hold=1 keeps the stream open until hold is closed or the client goes
+// (then said on gone); /sse?more=1 also sends part of a second event first
+// (said on more).
+func oneEvent(hold <-chan struct{}, gone, more chan<- struct{}) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("more") != "" {
+			io.WriteString(w, "data: tw")
+			w.(http.Flusher).Flush()
+			more <- struct{}{}
+		}
+		if r.URL.RawQuery != "" {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				gone <- struct{}{}
+			}
+		}
+	})
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func waitIdled(t *testing.T, srv *server, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(prompt)
+	for srv.idled.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server finished %d responses, want %d", srv.idled.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A released body's rest, arrived by the next request, is read then: the
+// connection is reused, and the next response is read right.
+func TestReleaseReusesTheConnection(t *testing.T) {
+	srv := newServer(t, oneEvent(nil, nil, nil))
+	tr, d, _ := newTransport(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	released(t, tr, ctx, srv.URL+"/sse")
+	cancel() // the request's context ending after Release leaves the connection alone
+	waitIdled(t, srv, 1)
+	for range 3 {
+		if _, got := roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", "")); got != "ok" {
+			t.Fatalf("the next response: %q", got)
+		}
+	}
+	if srv.opened.Load() != 1 || d.n.Load() != 1 {
+		t.Errorf("%d connections (%d dialled), want 1: the released one reused", srv.opened.Load(), d.n.Load())
+	}
+}
+
+// A released body none of whose rest has arrived by the next request:
+// that request takes another connection and leaves the released one idle,
+// which the one after it reuses once the rest is in.
+func TestReleaseBeforeTheEnd(t *testing.T) {
+	hold, gone := make(chan struct{}), make(chan struct{}, 1)
+	srv := newServer(t, oneEvent(hold, gone, nil))
+	tr, d, _ := newTransport(t)
+	released(t, tr, t.Context(), srv.URL+"/sse?hold=1")
+	if _, got := roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", "")); got != "ok" {
+		t.Fatalf("the next response: %q", got)
+	}
+	if srv.opened.Load() != 2 || d.n.Load() != 2 {
+		t.Errorf("%d connections (%d dialled), want 2: the released one still streaming", srv.opened.Load(), d.n.Load())
+	}
+	select {
+	case <-gone:
+		t.Fatal("the released connection was closed while its rest had not arrived")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	waitIdled(t, srv, 2)
+	// Two requests at once take both idle connections.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), prompt)
+			defer cancel()
+			resp, err := tr.RoundTrip(request(t, ctx, "GET", srv.URL+"/ok", ""))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // hold the connection: the other request takes the other one
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	if srv.opened.Load() != 2 {
+		t.Errorf("%d connections, want 2: the released one reused once its rest was in", srv.opened.Load())
+	}
+}
+
+// A released body only part of whose rest has arrived: the connection is
+// closed, and the next request takes another.
+func TestReleaseWithPartOfTheRest(t *testing.T) {
+	gone, more := make(chan struct{}, 1), make(chan struct{}, 1)
+	srv := newServer(t, oneEvent(nil, gone, more))
+	tr, d, _ := newTransport(t)
+	released(t, tr, t.Context(), srv.URL+"/sse?more=1")
+	<-more
+	time.Sleep(20 * time.Millisecond) // the part written reaches the client's socket
+	if _, got := roundTrip(t, tr, request(t, t.Context(), "GET", srv.URL+"/ok", "")); got != "ok" {
+		t.Fatalf("the next response: %q", got)
+	}
+	if srv.opened.Load() != 2 || d.n.Load() != 2 {
+		t.Errorf("%d connections (%d dialled), want 2", srv.opened.Load(), d.n.Load())
+	}
+	waitFor(t, gone, "the server seeing the released connection close")
 }

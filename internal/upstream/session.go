@@ -286,8 +286,9 @@ func (s *session) sendCancelled(id uint64, reason string) {
 // exchange POSTs a request over streamable HTTP and handles the answer: a
 // JSON body is delivered at once; an event stream is read until the
 // response arrives (on the caller's goroutine: no hand-off to another), then
-// to its end in the background. handedOff says that background reader was
-// started: it calls cancel when it is done.
+// released to its connection's next request (httpc) or read to its end in
+// the background. handedOff says that background reader was started: it
+// calls cancel when it is done.
 func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte) (handedOff bool, err error) {
 	resp, err := s.do(ctx, http.MethodPost, body, "")
 	if err != nil {
@@ -309,6 +310,10 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 	case ct == "text/event-stream":
 		rest := s.readResponseStream(ctx, resp, id, method)
 		if rest == nil {
+			return false, nil
+		}
+		if r, ok := rest.(releaser); ok {
+			r.Release() // the connection's next request reads the rest
 			return false, nil
 		}
 		if !s.goBackground(func() {
@@ -342,6 +347,11 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
 	}
 }
+
+// releaser is a response body of internal/httpc, whose rest (the end of an
+// event stream after the response) can be left for its connection's next
+// request to read, instead of a goroutine waiting for it.
+type releaser interface{ Release() }
 
 // readResponseStream reads a call's event stream until its response
 // arrives, and returns the body left to read then (nil when the stream
