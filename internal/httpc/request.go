@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/httpfield"
 )
 
 const defaultUserAgent = "Go-http-client/1.1"
@@ -56,7 +58,7 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !validToken(method) {
+	if !httpfield.ValidName(method) {
 		return b, errUnhandled
 	}
 	host := req.Host
@@ -73,7 +75,7 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 	case !ok:
 		b = append(b, "User-Agent: "+defaultUserAgent+"\r\n"...)
 	case len(ua) > 0 && ua[0] != "": // an empty one means none, as in net/http
-		if !validValue(ua[0]) {
+		if !httpfield.ValidValue(ua[0]) {
 			return b, errUnhandled
 		}
 		b = append(b, "User-Agent: "...)
@@ -88,11 +90,11 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 		case "Host", "User-Agent", "Content-Length", "Connection", "Transfer-Encoding", "Trailer":
 			continue // written above or below, or not at all
 		}
-		if !validToken(k) {
+		if !httpfield.ValidName(k) {
 			return b, errUnhandled
 		}
 		for _, v := range vv {
-			if !validValue(v) {
+			if !httpfield.ValidValue(v) {
 				return b, errUnhandled
 			}
 			b = append(b, k...)
@@ -184,39 +186,6 @@ func validHost(h string) bool {
 	}
 	for i := 0; i < len(h); i++ {
 		if c := h[i]; c <= ' ' || c >= 0x7f || c == '%' {
-			return false
-		}
-	}
-	return true
-}
-
-// validToken reports whether s is an RFC 9110 token: a method or a header
-// name.
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// validValue reports whether s may be a header value: no control character
-// but tab (no CR or LF that would start another header).
-func validValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/httpfield"
 )
 
 // parsed is a request head this package serves: a POST of the server's
@@ -126,11 +128,11 @@ func (s *Server) parseHead(head []byte) (p parsed, ok bool) {
 		var f string
 		f, fields, _ = strings.Cut(fields, "\r\n")
 		name, value, ok := strings.Cut(f, ":")
-		if !ok || !validFieldName(name) {
+		if !ok || !httpfield.ValidName(name) {
 			return p, false // also a folded line, which starts with a space
 		}
 		value = strings.Trim(value, " \t")
-		if !validFieldValue(value) {
+		if !httpfield.ValidValue(value) {
 			return p, false
 		}
 		key := canonicalKey(name)
@@ -215,31 +217,6 @@ var commonKeys = [...]string{
 	"Accept-Language", "Sec-Fetch-Mode",
 }
 
-// validFieldName reports a header name made of token characters (RFC 9110).
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldValue reports a header value without control characters other
-// than tab, as net/http requires.
-func validFieldValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if (b < ' ' && b != '\t') || b == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // validHost reports a Host header of the characters net/http accepts.
 func validHost(h string) bool {
 	for i := 0; i < len(h); i++ {
@@ -250,18 +227,14 @@ func validHost(h string) bool {
 	return true
 }
 
-var isTokenChar, isHostChar [256]bool
+var isHostChar [256]bool
 
 func init() {
 	for c := '0'; c <= '9'; c++ {
-		isTokenChar[c], isHostChar[c] = true, true
+		isHostChar[c] = true
 	}
 	for c := 'a'; c <= 'z'; c++ {
-		isTokenChar[c], isHostChar[c] = true, true
-		isTokenChar[c-'a'+'A'], isHostChar[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		isTokenChar[c] = true
+		isHostChar[c], isHostChar[c-'a'+'A'] = true, true
 	}
 	for _, c := range "!$%&'()*+,-.:;=[]_~" {
 		isHostChar[c] = true

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/httpfield"
 )
 
 // response is the http.ResponseWriter (and http.Flusher) of a request
@@ -209,7 +211,7 @@ func appendFields(b []byte, h http.Header) []byte {
 		case "Content-Length", "Transfer-Encoding", "Connection":
 			continue
 		}
-		if validFieldName(k) {
+		if httpfield.ValidName(k) {
 			keys = append(keys, k)
 		}
 	}
