@@ -82,7 +82,7 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 		b = append(b, trimOWS(ua[0])...)
 		b = append(b, "\r\n"...)
 	}
-	if req.Close || connectionClose(req.Header) {
+	if req.Close || httpfield.HasToken(req.Header["Connection"], "close") {
 		b = append(b, "Connection: close\r\n"...)
 	}
 	for k, vv := range req.Header {
@@ -165,17 +165,6 @@ func idempotent(req *http.Request) bool {
 	_, key := req.Header["Idempotency-Key"]
 	_, xkey := req.Header["X-Idempotency-Key"]
 	return key || xkey
-}
-
-// connectionClose says whether the header asks for the connection to be
-// closed after the exchange.
-func connectionClose(h http.Header) bool {
-	for _, v := range h["Connection"] {
-		if strings.EqualFold(v, "close") {
-			return true
-		}
-	}
-	return false
 }
 
 // validHost accepts a host (and port) of printable ASCII; anything else

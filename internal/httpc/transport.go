@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/httpfield"
 )
 
 const (
@@ -125,7 +127,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (r
 		}
 		return nil, c.reused && idempotent(req), fmt.Errorf("reading the response: %w", err)
 	}
-	keep := !resp.Close && !req.Close && !connectionClose(req.Header) && resp.StatusCode != http.StatusSwitchingProtocols
+	keep := !resp.Close && !req.Close && !httpfield.HasToken(req.Header["Connection"], "close") && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody {
 		t.release(c, stop, keep)
 		return resp, false, nil

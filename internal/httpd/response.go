@@ -129,7 +129,7 @@ func (w *response) release() {
 func (w *response) sendHead(final bool) {
 	w.sent = true
 	h := w.header
-	if v := h["Connection"]; w.c.srv.closing.Load() || len(v) > 0 && hasToken(v[0], "close") {
+	if w.c.srv.closing.Load() || httpfield.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	var declared string
@@ -243,15 +243,6 @@ func appendChunk(b, p []byte) []byte {
 // bodyAllowed reports whether a response of this status has a body.
 func bodyAllowed(status int) bool {
 	return status != http.StatusNoContent && status != http.StatusNotModified && status >= 200
-}
-
-func hasToken(v, token string) bool {
-	for t := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(t), token) {
-			return true
-		}
-	}
-	return false
 }
 
 // httpDate is the Date header's value, formatted once a second.

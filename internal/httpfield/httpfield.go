@@ -1,8 +1,10 @@
-// Package httpfield checks the syntax of HTTP/1.1 header fields (RFC 9110),
-// as net/http checks it: for the gateway's own HTTP server (internal/httpd),
+// Package httpfield checks and reads HTTP/1.1 header fields (RFC 9110),
+// as net/http does: for the gateway's own HTTP server (internal/httpd),
 // which must read exactly what net/http would, and its own HTTP client
 // (internal/httpc), which must not write what net/http would refuse.
 package httpfield
+
+import "strings"
 
 // ValidName reports whether s is a token (RFC 9110): a header name, or a
 // request method.
@@ -27,6 +29,19 @@ func ValidValue(s string) bool {
 		}
 	}
 	return true
+}
+
+// HasToken reports whether the comma-separated lists of a field's values
+// (as in Connection: keep-alive, close) name token, in any case.
+func HasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var isTokenChar [256]bool

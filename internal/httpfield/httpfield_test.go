@@ -36,3 +36,20 @@ func TestAsNetHTTP(t *testing.T) {
 		}
 	}
 }
+
+func TestHasToken(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		want   bool
+	}{
+		{[]string{"close"}, true},
+		{[]string{"Keep-Alive, CLOSE"}, true},
+		{[]string{"keep-alive", " close "}, true},
+		{[]string{"closed", "x-close"}, false},
+		{nil, false},
+	} {
+		if got := HasToken(c.values, "close"); got != c.want {
+			t.Errorf("HasToken(%q, close) = %v, want %v", c.values, got, c.want)
+		}
+	}
+}
