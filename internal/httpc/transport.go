@@ -24,6 +24,15 @@ const (
 	maxHeadBytes = 1 << 20
 	// max1xx bounds the informational responses skipped before the final one.
 	max1xx = 10
+	// justUsed: a connection idle for less than this is taken without
+	// peeking at its socket first (a system call per request under load).
+	// A server closes an idle connection after seconds (Node 5s, Go and
+	// Python servers likewise or never), or says Connection: close; one
+	// that closes it within a few milliseconds of its answer without saying
+	// so (a server shutting down) can fail the request that takes it then,
+	// as net/http's requests fail when the close arrives just after the
+	// take.
+	justUsed = 2 * time.Millisecond
 )
 
 var defaultDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -170,9 +179,10 @@ func (t *Transport) fallback() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// conn returns a live idle connection to addr, or a new one. An idle
-// connection whose released body's rest has not arrived yet is skipped
-// and kept, behind the others.
+// conn returns a live idle connection to addr, or a new one: one idle
+// longer than justUsed is peeked at first (see alive). An idle connection
+// whose released body's rest has not arrived yet is skipped and kept,
+// behind the others.
 func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 	var waiting []*conn
 	defer func() {
@@ -190,7 +200,7 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 			waiting = append(waiting, c)
 			continue
 		case tailRead:
-			if alive(c.nc) {
+			if time.Since(c.idleAt) < justUsed || alive(c.nc) {
 				c.reused = true
 				return c, nil
 			}
