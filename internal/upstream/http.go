@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,10 +137,15 @@ type HTTPOptions struct {
 // owns the shutdown of replaced sessions. Close stops all of them and waits.
 // A call reads its own response stream until the answer.
 type HTTP struct {
-	opts       HTTPOptions
-	log        *slog.Logger
-	client     *http.Client
-	ownClient  bool
+	opts      HTTPOptions
+	log       *slog.Logger
+	client    *http.Client
+	ownClient bool
+	// direct is client's httpc.Transport when client is NewHTTPClient's as
+	// made: requests without userinfo in their URL then go to it without
+	// http.Client.Do, which would copy their headers for redirects it is
+	// told not to follow (see send).
+	direct     http.RoundTripper
 	url        *url.URL
 	urlErr     error
 	headers    http.Header
@@ -208,6 +214,7 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		}
 		h.client, h.ownClient = NewHTTPClient(opts.Name, guard), true
 	}
+	h.direct = directTransport(h.client)
 	for k, v := range opts.Headers {
 		h.headers.Set(k, v)
 	}
@@ -289,8 +296,25 @@ func NewHTTPClient(server string, guard *netguard.Policy) *http.Client {
 			MaxIdleConnsPerHost: maxIdle,
 			IdleConnTimeout:     idleTimeout,
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		CheckRedirect: keepRedirect,
 	}
+}
+
+// keepRedirect is the CheckRedirect of NewHTTPClient's clients: a redirect
+// is returned as it is (checkStatus says it is one), never followed.
+func keepRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// directTransport returns c's transport when c is one of NewHTTPClient's,
+// unchanged (no cookie jar, no timeout, redirects kept): sending a request
+// with it is then what c.Do does, less the work c.Do does for redirects
+// and cookies. Otherwise nil: requests go through c.Do.
+func directTransport(c *http.Client) http.RoundTripper {
+	t, ok := c.Transport.(*httpc.Transport)
+	if !ok || c.Jar != nil || c.Timeout != 0 || c.CheckRedirect == nil ||
+		reflect.ValueOf(c.CheckRedirect).Pointer() != reflect.ValueOf(keepRedirect).Pointer() {
+		return nil
+	}
+	return t
 }
 
 // Name returns the server's name.
@@ -601,4 +625,16 @@ func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage
 		return json.RawMessage(`{}`), nil
 	}
 	return nil, wire.Errorf(wire.CodeMethodNotFound, "the gateway does not serve %s requests from mcp server %q", method, h.opts.Name)
+}
+
+// send sends one request of a session: through the client's transport
+// directly when it is NewHTTPClient's and the URL carries no userinfo
+// (http.Client turns that into an Authorization header), through the
+// client otherwise. Errors are the same but for the *url.Error around the
+// client's, which netError removes anyway.
+func (h *HTTP) send(req *http.Request) (*http.Response, error) {
+	if h.direct != nil && req.URL.User == nil {
+		return h.direct.RoundTrip(req)
+	}
+	return h.client.Do(req)
 }

@@ -978,3 +978,24 @@ func newSDKServerB(b *testing.B, mode string) string {
 	})
 	return srv.URL
 }
+
+// TestRemoteURLUserinfo: credentials in the server's url reach it as Basic
+// authorization on every request, as http.Client sends them (requests with
+// a plain url skip http.Client).
+func TestRemoteURLUserinfo(t *testing.T) {
+	ctx := testContext(t)
+	srv := newSDKServer(t, modeStream)
+	fx := newRemote(t, strings.Replace(srv.url, "http://", "http://ann:pa55@", 1), nil)
+	if got := remoteCall(t, ctx, fx.up, "echo", `{"x":1}`); got != `{"x":1}` {
+		t.Errorf("echo = %s", got)
+	}
+	reqs := srv.requests()
+	if len(reqs) < 2 {
+		t.Fatalf("the server saw %d requests", len(reqs))
+	}
+	for i, r := range reqs {
+		if user, pass, ok := (&http.Request{Header: r.header}).BasicAuth(); !ok || user != "ann" || pass != "pa55" {
+			t.Errorf("request %d (%s): Authorization %q, want Basic for ann:pa55", i, r.method, r.header.Get("Authorization"))
+		}
+	}
+}

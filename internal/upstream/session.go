@@ -631,7 +631,7 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return s.h.client.Do(req.WithContext(ctx))
+	return s.h.send(req.WithContext(ctx))
 }
 
 // removeEmptyPort drops the colon of a host with an empty port ("host:"),
