@@ -37,13 +37,22 @@ type Upstream interface {
 	Close() error
 }
 
+// DefaultPageSize is the number of items per page of a merged list unless
+// RouterOptions say otherwise: more than any agent is given in practice, so
+// that a client that reads the first page only — many do; the TypeScript
+// and Python SDKs' servers never paginate their tools — still sees every
+// tool of all its servers (64 servers of 100 tools each fit in one page),
+// while a list of unbounded size is still cut into answers of a few MiB.
+const DefaultPageSize = 10000
+
 // RouterOptions configure a Router. The zero value works.
 type RouterOptions struct {
 	Logger *slog.Logger
 	// Prefix decides when exposed names carry their server's name; the zero
 	// value is the sandbox contract's collision rule.
 	Prefix PrefixMode
-	// PageSize is the number of items per page of a merged list; 0 means 1000.
+	// PageSize is the number of items per page of a merged list; 0 means
+	// DefaultPageSize.
 	PageSize int
 	// MaxListPages bounds how many pages of one server's list are read; 0 means 100.
 	MaxListPages int
@@ -120,7 +129,7 @@ func NewRouter(opts RouterOptions) *Router {
 		opts.Logger = slog.Default()
 	}
 	if opts.PageSize <= 0 {
-		opts.PageSize = 1000
+		opts.PageSize = DefaultPageSize
 	}
 	if opts.MaxListPages <= 0 {
 		opts.MaxListPages = 100

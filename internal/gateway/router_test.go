@@ -316,3 +316,32 @@ func TestRestartWithOtherToolsNotifiesSessions(t *testing.T) {
 		t.Errorf("after the re-list: %v", got)
 	}
 }
+
+// TestDefaultPageSize: with the default options, 64 servers of 100 tools
+// each are listed in one page, so a client that reads one page only sees
+// them all; past DefaultPageSize the list is paginated.
+func TestDefaultPageSize(t *testing.T) {
+	for _, tt := range []struct{ servers, tools, pages int }{
+		{servers: 64, tools: 100, pages: 1},
+		{servers: 2, tools: DefaultPageSize/2 + 1, pages: 2},
+	} {
+		r := NewRouter(RouterOptions{})
+		for s := range tt.servers {
+			f := &fakeUpstream{name: fmt.Sprintf("s%d", s)}
+			for i := range tt.tools {
+				f.tools = append(f.tools, tool(fmt.Sprintf("t%d_%d", s, i)))
+			}
+			r.Add(f)
+		}
+		if err := r.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		v := r.view(kindTools)
+		if len(v.pages) != tt.pages {
+			t.Errorf("%d servers × %d tools: %d pages, want %d", tt.servers, tt.tools, len(v.pages), tt.pages)
+		}
+		if got := len(listAll(t, r)); got != tt.servers*tt.tools {
+			t.Errorf("%d servers × %d tools: %d listed", tt.servers, tt.tools, got)
+		}
+	}
+}
