@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 )
 
 // The states of a connection this package serves, for Shutdown.
@@ -45,13 +47,15 @@ type conn struct {
 	watchErr   error              // the watcher's read error: the client went away
 	cancel     context.CancelFunc // the request's context
 	watchBuf   [1]byte
-	resp       response // the response being written, reused
+	resp       response      // the response being written, reused
+	rawW       *rawio.Writer // writes a TCP connection; nil: rwc.Write
 }
 
 // connReader reads the connection, giving first what a watcher read.
 type connReader struct {
 	c       *conn
 	pending []byte
+	raw     *rawio.Reader // reads a TCP connection; nil: rwc.Read
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -60,7 +64,19 @@ func (r *connReader) Read(p []byte) (int, error) {
 		r.pending = r.pending[n:]
 		return n, nil
 	}
+	if r.raw != nil {
+		return r.raw.Read(p)
+	}
 	return r.c.rwc.Read(p)
+}
+
+// write writes to the connection: with raw system calls when it is a TCP
+// connection (see internal/rawio), with rwc.Write otherwise.
+func (c *conn) write(b []byte) (int, error) {
+	if c.rawW != nil {
+		return c.rawW.Write(b)
+	}
+	return c.rwc.Write(b)
 }
 
 // serve answers the connection's requests until it closes, fails, or has a
@@ -88,6 +104,7 @@ func (c *conn) serve() {
 		if !ok {
 			handedOff = true
 			c.srv.forget(c)
+			c.cr.raw = nil // net/http reads it its own way from now on
 			c.srv.handoff.give(&bufferedConn{Conn: c.rwc, br: c.br, cr: &c.cr})
 			return
 		}

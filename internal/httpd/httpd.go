@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 )
 
 // Server serves HTTP/1.1 on a listener. The zero value with a Handler and a
@@ -176,6 +178,9 @@ func (s *Server) newConn(rw net.Conn) *conn {
 	}
 	c := &conn{srv: s, rwc: rw, remoteAddr: rw.RemoteAddr().String()}
 	c.cr.c = c
+	if _, ok := rw.(*net.TCPConn); ok {
+		c.cr.raw, c.rawW = rawio.NewReader(rw), rawio.NewWriter(rw)
+	}
 	c.br = bufio.NewReaderSize(&c.cr, readBufferSize)
 	c.baseCtx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, s.std), http.LocalAddrContextKey, rw.LocalAddr())
 	c.watchTimer = time.AfterFunc(time.Hour, c.watch)

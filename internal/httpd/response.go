@@ -183,7 +183,7 @@ func (w *response) sendHead(final bool) {
 
 	if len(w.buf) <= 16<<10 {
 		b = append(b, w.buf...)
-		_, w.err = w.c.rwc.Write(b)
+		_, w.err = w.c.write(b)
 	} else {
 		bufs := net.Buffers{b, w.buf}
 		_, w.err = bufs.WriteTo(w.c.rwc)
@@ -195,7 +195,7 @@ func (w *response) sendHead(final bool) {
 
 func (w *response) writeBuf() {
 	if len(w.buf) > 0 && w.err == nil {
-		_, w.err = w.c.rwc.Write(w.buf)
+		_, w.err = w.c.write(w.buf)
 	}
 	w.buf = w.buf[:0]
 }

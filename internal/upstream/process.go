@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -160,7 +162,7 @@ func (s *Stdio) exec() (*process, error) {
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
-	if rc, err := p.stdin.SyscallConn(); err == nil {
+	if rc := rawio.RawConn(p.stdin); rc != nil {
 		p.rawStdin, p.tryWrite = rc, p.writeNoWait
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -392,16 +394,16 @@ func (p *process) flush(ctx context.Context) (sent bool, err error) {
 // stdin descriptor and never waits; a full pipe leaves the rest to flush.
 func (p *process) writeNoWait(fd uintptr) bool {
 	for p.wdone < len(p.wbuf) {
-		n, err := syscall.Write(int(fd), p.wbuf[p.wdone:])
+		n, errno := rawio.WriteFD(fd, p.wbuf[p.wdone:])
 		if n > 0 {
 			p.wdone += n
 		}
 		switch {
-		case err == syscall.EINTR:
-		case err == syscall.EAGAIN:
+		case errno == syscall.EINTR:
+		case errno == syscall.EAGAIN:
 			return true
-		case err != nil:
-			p.werr = &os.PathError{Op: "write", Path: p.stdin.Name(), Err: err} // as os.File.Write says it
+		case errno != 0:
+			p.werr = &os.PathError{Op: "write", Path: p.stdin.Name(), Err: errno} // as os.File.Write says it
 			return true
 		case n <= 0:
 			return true
@@ -452,7 +454,11 @@ func (p *process) goBackground(f func()) bool {
 // the server writes something that is not JSON-RPC.
 func (p *process) readStdout() {
 	defer close(p.stdoutDone)
-	br := bufio.NewReaderSize(p.stdout, stdoutReadSize)
+	var stdout io.Reader = p.stdout
+	if r := rawio.NewReader(p.stdout); r != nil {
+		stdout = r
+	}
+	br := bufio.NewReaderSize(stdout, stdoutReadSize)
 	limit := p.s.opts.MaxMessageBytes
 	var long []byte // a line longer than the reader's buffer, being assembled
 	for {
