@@ -8,14 +8,16 @@
 //	                                  live heap, -cpuprofile and -memprofile
 //	go run ./bench -baseline-rev REV  also a gateway built from REV, in the same rounds
 //
-// It builds the gateway (./cmd/mcp-gateway) and its own echo MCP server
-// (./bench/echo), then measures:
+// It builds the gateway (./cmd/mcp-gateway), its own echo MCP server
+// (./bench/echo) and a byte relay (./bench/relay), then measures:
 //
 //   - calls: the echo tool over streamable HTTP at 1, 16 and 64 concurrent
 //     calls, on one session and on 64, for three targets in alternating
 //     rounds: direct (the echo server's own HTTP, the official Go SDK),
 //     gateway → stdio upstream, gateway → HTTP upstream (skipped with a note
-//     while the gateway refuses url servers);
+//     while the gateway refuses url servers), and relay → HTTP: a byte relay
+//     (./bench/relay) in front of the echo server, the floor of any proxy's
+//     CPU per call;
 //   - start-up: the daemon launcher from exec to its exit with the ready
 //     line, with 1, 8 and 32 servers, and the gateway's own share;
 //   - scale: tools/list over 64 servers × 100 tools, 1 000 open sessions,
@@ -58,6 +60,7 @@ type options struct {
 	conc         []int
 	era          string
 	httpUpstream bool
+	relay        bool
 	directJSON   bool
 	gatewayBin   string
 	gatewayRev   string
@@ -105,6 +108,7 @@ Flags:
 	conc := fs.String("conc", "", "concurrencies, comma-separated (default 1,16,64; -short 1,16)")
 	fs.StringVar(&o.era, "era", "legacy", "protocol era of the call matrix: legacy (2025-11-25, sessions), 2026-07-28, or both")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "measure gateway → HTTP upstream too (skipped with a note while the gateway refuses url servers)")
+	fs.BoolVar(&o.relay, "relay", true, "measure relay → HTTP too: a byte relay (bench/relay) in front of an echo server, the floor of any proxy's CPU per call")
 	fs.BoolVar(&o.directJSON, "direct-json", false, "the direct echo server answers application/json instead of its default SSE stream")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this mcp-gateway `binary` instead of building ./cmd/mcp-gateway")
 	fs.StringVar(&o.gatewayRev, "gateway-rev", "", "build the gateway from this git `revision` (git archive) instead of the work tree")
@@ -228,6 +232,7 @@ type bench struct {
 	dir      string // temporary directory, removed at the end
 	gateway  string // mcp-gateway binary
 	echo     string // echo server binary
+	relay    string // byte relay binary; "" with -relay=false
 	token    string
 	report   *report
 	rev      string // the commit -gateway-rev resolved to
@@ -351,7 +356,8 @@ func firstLine(s string) string {
 	return line
 }
 
-// build compiles the gateway (unless -gateway-bin) and the echo server.
+// build compiles the gateway (unless -gateway-bin), the echo server and
+// the relay (unless -relay=false).
 func (b *bench) build() error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -361,6 +367,12 @@ func (b *bench) build() error {
 	b.gateway = b.opts.gatewayBin
 	if err := goBuild(root, b.echo, "./bench/echo"); err != nil {
 		return err
+	}
+	if b.opts.relay {
+		b.relay = filepath.Join(b.dir, "relay")
+		if err := goBuild(root, b.relay, "./bench/relay"); err != nil {
+			return err
+		}
 	}
 	if err := b.buildBaseline(root); err != nil {
 		return err

@@ -1,6 +1,6 @@
 package main
 
-// The processes the benchmark starts (echo servers, gateways) and what it reads
+// The processes the benchmark starts (echo servers, gateways, the relay) and what it reads
 // of them in /proc. Every process is registered when started and stopped by
 // its pid at the end, on failure and on Ctrl-C.
 
@@ -288,9 +288,33 @@ var listeningLine = regexp.MustCompile(`^listening on http://(127\.0\.0\.1:\d+)(
 
 // startEchoHTTP starts the echo server on streamable HTTP.
 func startEchoHTTP(bin string, args ...string) (*echoServer, error) {
-	addr := make(chan [2]string, 1)
 	argv := append([]string{bin, "-http", "127.0.0.1:0"}, args...)
-	p, err := startProc("echo server (HTTP)", argv, os.Environ(), func(line string) {
+	p, ep, err := startListening("echo server (HTTP)", argv)
+	if err != nil {
+		return nil, err
+	}
+	return &echoServer{proc: p, ep: ep}, nil
+}
+
+// relayProc is bench/relay in front of an echo server.
+type relayProc struct {
+	*proc
+	ep endpoint
+}
+
+// startRelay starts the byte relay on a free port, relaying to ep.
+func startRelay(bin string, ep endpoint) (*relayProc, error) {
+	p, relayEP, err := startListening("relay", []string{bin, "-listen", "127.0.0.1:0", "-to", ep.addr, "-path", ep.path})
+	if err != nil {
+		return nil, err
+	}
+	return &relayProc{proc: p, ep: relayEP}, nil
+}
+
+// startListening starts argv and waits for its listeningLine.
+func startListening(name string, argv []string) (*proc, endpoint, error) {
+	addr := make(chan [2]string, 1)
+	p, err := startProc(name, argv, os.Environ(), func(line string) {
 		if m := listeningLine.FindStringSubmatch(line); m != nil {
 			select {
 			case addr <- [2]string{m[1], m[2]}:
@@ -299,16 +323,16 @@ func startEchoHTTP(bin string, args ...string) (*echoServer, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, endpoint{}, err
 	}
 	select {
 	case a := <-addr:
-		return &echoServer{proc: p, ep: endpoint{addr: a[0], path: a[1]}}, nil
+		return p, endpoint{addr: a[0], path: a[1]}, nil
 	case <-p.done:
-		return nil, fmt.Errorf("the echo server exited with code %d before listening:\n%s", p.exitCode(), p.Tail())
+		return nil, endpoint{}, fmt.Errorf("the %s exited with code %d before listening:\n%s", name, p.exitCode(), p.Tail())
 	case <-time.After(30 * time.Second):
 		p.stop()
-		return nil, fmt.Errorf("the echo server did not listen within 30s:\n%s", p.Tail())
+		return nil, endpoint{}, fmt.Errorf("the %s did not listen within 30s:\n%s", name, p.Tail())
 	}
 }
 

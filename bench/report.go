@@ -150,7 +150,12 @@ func (r *report) writeCalls(b *strings.Builder, e *eraResult) {
 		"CPU per call is utime+stime from /proc/<pid>/stat over the run ÷ calls: *gateway* of the gateway process, " +
 		"*server* of the echo server (for direct, the server is the whole target), *client* of this benchmark. " +
 		"RSS is VmRSS after the last round: the gateway's, or the echo server's for direct. " +
-		"Ratios are the median over rounds of each round's ratio to direct in the same cell.\n\n")
+		"Ratios are the median over rounds of each round's ratio to direct in the same cell.")
+	if slices.ContainsFunc(e.targets, func(t *measuredTarget) bool { return t.name == targetRelay }) {
+		b.WriteString(" For **" + targetRelay + "** the *gateway* column and RSS are the relay's own: " +
+			"what copying the bytes of a call through a process costs, with nothing parsed.")
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| concurrency | sessions | target | p50 ms | p90 ms | p99 ms | max ms | calls/s | calls/s ÷ direct | p50 ÷ direct | gateway µs/call | server µs/call | client µs/call | RSS MiB | errors |\n")
 	b.WriteString("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	direct := e.targets[0]
@@ -266,7 +271,7 @@ func (r *report) writeGoals(b *strings.Builder) {
 		}
 		direct := e.targets[0]
 		for _, t := range e.targets[1:] {
-			if strings.HasSuffix(t.name, baselineSuffix) {
+			if strings.HasSuffix(t.name, baselineSuffix) || t.name == targetRelay {
 				continue
 			}
 			if s, ok := r.lookup(t, direct, cell{16, sessions}); ok {
