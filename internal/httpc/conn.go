@@ -113,12 +113,16 @@ func (c *conn) finishTail() int {
 }
 
 // readResponse reads the head of the final response to req, skipping
-// informational ones (1xx but 101 Switching Protocols).
+// informational ones (1xx but 101 Switching Protocols): a simple head
+// itself (head.go), any other with http.ReadResponse.
 func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 	c.headLeft = maxHeadBytes
 	defer func() { c.headLeft = -1 }()
 	for range max1xx + 1 {
-		resp, err := http.ReadResponse(c.br, req)
+		resp, err := readSimpleResponse(c.br, req)
+		if err == errNotSimple {
+			resp, err = http.ReadResponse(c.br, req)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +149,7 @@ const (
 type body struct {
 	t     *Transport
 	c     *conn
-	rc    io.ReadCloser // made by http.ReadResponse, reading c.br
+	rc    io.ReadCloser // made by readResponse, reading c.br
 	ctx   context.Context
 	stop  func() bool // stops ctx's AfterFunc; false: it ran, c is closed
 	keep  bool        // c may be reused after the body's end

@@ -11,8 +11,9 @@
 // URL the Transport does the whole exchange on the caller's goroutine: it
 // takes an idle keep-alive connection (or dials one through its Dial func,
 // which the gateway gives netguard's checked dialer), writes the request
-// line, headers and body with one Write, and reads the response head with
-// [http.ReadResponse]; the caller then reads the body straight from the
+// line, headers and body with one Write, and reads the response head — a
+// plain one itself (head.go), any other with [http.ReadResponse]; the
+// caller then reads the body straight from the
 // connection, which goes back to the idle pool when the body reaches its end
 // — or when the caller releases it (Release, on the body): the end of an
 // SSE response stream after the response, which the server writes at once,
