@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 )
 
 const (
@@ -42,6 +44,10 @@ type conn struct {
 	// nowait makes Read return errWouldBlock instead of waiting for data:
 	// set while the tail is read.
 	nowait bool
+	// rr and rw read and write nc with raw system calls (internal/rawio:
+	// they do not wake the runtime's sysmon); nil when nc is no socket.
+	rr *rawio.Reader
+	rw *rawio.Writer
 }
 
 // errWouldBlock: a read without waiting found no data.
@@ -51,7 +57,7 @@ var errWouldBlock = errors.New("httpc: no data without waiting")
 const maxTail = 1 << 20
 
 func newConn(addr string, nc net.Conn) *conn {
-	c := &conn{addr: addr, nc: nc, headLeft: -1}
+	c := &conn{addr: addr, nc: nc, headLeft: -1, rr: rawio.NewReader(nc), rw: rawio.NewWriter(nc)}
 	c.br = bufio.NewReaderSize(c, readBufferSize)
 	c.abort = func() { nc.Close() }
 	return c
@@ -64,7 +70,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		return readNow(c.nc, p)
 	}
 	if c.headLeft < 0 {
-		return c.nc.Read(p)
+		return c.read(p)
 	}
 	if c.headLeft == 0 {
 		return 0, errHeadTooLong
@@ -72,9 +78,24 @@ func (c *conn) Read(p []byte) (int, error) {
 	if int64(len(p)) > c.headLeft {
 		p = p[:c.headLeft]
 	}
-	n, err := c.nc.Read(p)
+	n, err := c.read(p)
 	c.headLeft -= int64(n)
 	return n, err
+}
+
+func (c *conn) read(p []byte) (int, error) {
+	if c.rr != nil {
+		return c.rr.Read(p)
+	}
+	return c.nc.Read(p)
+}
+
+// write writes all of b to the connection.
+func (c *conn) write(b []byte) (int, error) {
+	if c.rw != nil {
+		return c.rw.Write(b)
+	}
+	return c.nc.Write(b)
 }
 
 func (c *conn) close() { c.nc.Close() }

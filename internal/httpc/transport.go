@@ -119,7 +119,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (r
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.abort)
 	}
-	if n, werr := c.nc.Write(c.wbuf); werr != nil {
+	if n, werr := c.write(c.wbuf); werr != nil {
 		stop()
 		c.close()
 		if ctx.Err() != nil {
