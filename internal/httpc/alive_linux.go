@@ -3,7 +3,11 @@ package httpc
 import (
 	"io"
 	"net"
+	"os"
 	"syscall"
+	"unsafe"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 )
 
 // alive reports whether an idle connection can still be used: the server
@@ -32,11 +36,13 @@ func peek(nc net.Conn) int {
 	var buf [1]byte
 	state := broken
 	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch err {
+		// recvfrom(2) as a raw call, as internal/rawio reads: it does not wait.
+		_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		switch errno {
 		case syscall.EAGAIN: // EWOULDBLOCK on Linux
 			state = nothingYet
-		case nil: // data, or 0 bytes: the peer closed
+		case 0: // data, or 0 bytes: the peer closed
 			state = hasData
 		}
 		return true // never wait
@@ -59,11 +65,11 @@ func readNow(nc net.Conn, p []byte) (int, error) {
 		return 0, err
 	}
 	var n int
-	var rerr error
+	var errno syscall.Errno
 	err = rc.Read(func(fd uintptr) bool {
 		for {
-			n, rerr = syscall.Read(int(fd), p)
-			if rerr != syscall.EINTR {
+			n, errno = rawio.ReadFD(fd, p)
+			if errno != syscall.EINTR {
 				return true // never wait
 			}
 		}
@@ -71,10 +77,10 @@ func readNow(nc net.Conn, p []byte) (int, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case rerr == syscall.EAGAIN:
+	case errno == syscall.EAGAIN:
 		return 0, errWouldBlock
-	case rerr != nil:
-		return 0, rerr
+	case errno != 0:
+		return 0, os.NewSyscallError("read", errno)
 	case n == 0 && len(p) > 0:
 		return 0, io.EOF
 	}

@@ -2,7 +2,10 @@
 
 package httpc
 
-import "net"
+import (
+	"errors"
+	"net"
+)
 
 // alive takes an idle connection as alive where the socket cannot be
 // peeked at without blocking. A request written to one the server closed
@@ -17,10 +20,11 @@ const (
 	broken
 )
 
-// peek cannot look without waiting here: it says there may be data, so a
-// released body's rest is read (and found missing) rather than left.
+// peek cannot look without waiting here: it says there may be data.
 func peek(net.Conn) int { return hasData }
 
+var errNoReadNow = errors.New("httpc: no read without waiting on this system")
+
 // readNow cannot read without waiting here: a released body's connection
-// is then closed rather than reused.
-func readNow(net.Conn, []byte) (int, error) { return 0, errWouldBlock }
+// is then closed rather than reused (finishTail fails).
+func readNow(net.Conn, []byte) (int, error) { return 0, errNoReadNow }

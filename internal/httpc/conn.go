@@ -44,6 +44,10 @@ type conn struct {
 	// nowait makes Read return errWouldBlock instead of waiting for data:
 	// set while the tail is read.
 	nowait bool
+	// early holds the first bytes of a tail, read by finishTail before the
+	// tail's reader runs; Read gives them first.
+	early    []byte
+	earlyBuf [64]byte
 	// rr and rw read and write nc with raw system calls (internal/rawio:
 	// they do not wake the runtime's sysmon); nil when nc is no socket.
 	rr *rawio.Reader
@@ -66,6 +70,11 @@ func newConn(addr string, nc net.Conn) *conn {
 // Read reads from the connection for br, within the bound of a response
 // head while one is read.
 func (c *conn) Read(p []byte) (int, error) {
+	if len(c.early) > 0 {
+		n := copy(p, c.early)
+		c.early = c.early[n:]
+		return n, nil
+	}
 	if c.nowait {
 		return readNow(c.nc, p)
 	}
@@ -116,18 +125,22 @@ func (c *conn) finishTail() int {
 		return tailRead
 	}
 	if c.br.Buffered() == 0 {
-		switch peek(c.nc) {
-		case nothingYet:
+		// One read without waiting, kept aside: nothing is consumed of the
+		// tail's reader when nothing has arrived (it would keep the error).
+		n, err := readNow(c.nc, c.earlyBuf[:])
+		switch {
+		case err == errWouldBlock:
 			return tailPending
-		case broken:
+		case err != nil:
 			return tailFailed
 		}
+		c.early = c.earlyBuf[:n]
 	}
 	c.nowait = true
 	n, err := io.Copy(io.Discard, io.LimitReader(c.tail, maxTail+1))
 	c.nowait = false
 	c.tail = nil
-	if err != nil || n > maxTail || c.br.Buffered() > 0 {
+	if err != nil || n > maxTail || c.br.Buffered() > 0 || len(c.early) > 0 {
 		return tailFailed
 	}
 	return tailRead

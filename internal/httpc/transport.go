@@ -255,7 +255,7 @@ func (t *Transport) putIdle(c *conn) { t.keepIdle(c, false) }
 
 // keepIdle keeps c idle: on top of the others (taken first), or behind them.
 func (t *Transport) keepIdle(c *conn, behind bool) {
-	if c.tail == nil && c.br.Buffered() > 0 { // the server sent more than its response
+	if c.tail == nil && (c.br.Buffered() > 0 || len(c.early) > 0) { // the server sent more than its response
 		c.close()
 		return
 	}

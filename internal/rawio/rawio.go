@@ -165,3 +165,14 @@ func WriteFD(fd uintptr, p []byte) (n int, err syscall.Errno) {
 	}
 	return write(fd, p)
 }
+
+// ReadFD reads from fd once, without waiting, with a raw system call: for a
+// callback of the caller's own given to a RawConn from RawConn. EAGAIN
+// says nothing has arrived; n == 0 without an error, that the other end
+// closed.
+func ReadFD(fd uintptr, p []byte) (n int, err syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	return read(fd, p)
+}
