@@ -98,6 +98,11 @@ func newSDKServer(t *testing.T, mode string) *sdkServer {
 			return textResult("not cancelled"), nil
 		}
 	})
+	s.server.AddTool(&mcp.Tool{Name: "stuck", InputSchema: anyObject()}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.started <- struct{}{}
+		<-s.quit // deaf to cancellation
+		return textResult("too late"), nil
+	})
 	s.server.AddTool(&mcp.Tool{Name: "ask", InputSchema: anyObject()}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
 			Message:         "Who are you?",
@@ -997,5 +1002,33 @@ func TestRemoteURLUserinfo(t *testing.T) {
 		if user, pass, ok := (&http.Request{Header: r.header}).BasicAuth(); !ok || user != "ann" || pass != "pa55" {
 			t.Errorf("request %d (%s): Authorization %q, want Basic for ann:pa55", i, r.method, r.header.Get("Authorization"))
 		}
+	}
+}
+
+// TestRemoteCloseDuringStuckCall: Close ends a call in flight at once even
+// when the server's tool ignores the cancellation and never answers: the
+// call's own request is cut, not only the server told.
+func TestRemoteCloseDuringStuckCall(t *testing.T) {
+	ctx := testContext(t)
+	srv := newSDKServer(t, modeStream)
+	fx := newRemote(t, srv.url, func(o *upstream.HTTPOptions) { o.Timeout = 200 * time.Millisecond })
+	done := make(chan error, 1)
+	go func() {
+		_, err := fx.up.Call(ctx, "tools/call", toolParams("stuck", `{}`))
+		done <- err
+	}()
+	select {
+	case <-srv.started:
+	case <-ctx.Done():
+		t.Fatal("the stuck tool never started")
+	}
+	go fx.up.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, upstream.ErrClosed) {
+			t.Errorf("call in flight: %v, want ErrClosed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the call in flight did not return after Close")
 	}
 }

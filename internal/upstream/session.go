@@ -73,7 +73,8 @@ type session struct {
 // remoteCall is a call waiting for its response.
 type remoteCall struct {
 	method string
-	ch     chan callOutcome // buffered: one outcome
+	ch     chan callOutcome   // buffered: one outcome
+	cancel context.CancelFunc // ends its request when the session stops; nil: s.ctx does
 }
 
 type callOutcome struct {
@@ -147,6 +148,35 @@ func (s *session) initialize(ctx context.Context) error {
 func (s *session) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
 	id := s.h.nextID.Add(1)
 	c := &remoteCall{method: method, ch: make(chan callOutcome, 1)}
+
+	// The request and its response stream end when ctx ends before the
+	// answer, or when the session goes down.
+	var reqCtx context.Context
+	var cancelReq context.CancelFunc
+	handedOff := false // the response stream's reader owns cancelReq
+	if s.releasesStreams() {
+		// httpc's response streams are read until the answer and their rest
+		// left to the connection (body.Release): the request ends within the
+		// call, and derives from ctx. stop cancels it through c.cancel.
+		reqCtx, cancelReq = context.WithCancel(ctx)
+		c.cancel = cancelReq
+		defer cancelReq()
+	} else {
+		// A response stream outlives the call: once the answer is in, its
+		// reader reads it to its end, so that its connection goes back to
+		// the pool instead of being dropped under the read (which a context
+		// derived from ctx, ended by the caller as soon as Call returns,
+		// would do). The request carries none of ctx's values.
+		reqCtx, cancelReq = context.WithCancel(s.ctx)
+		stopWatching := context.AfterFunc(ctx, cancelReq)
+		defer func() {
+			stopWatching()
+			if !handedOff {
+				cancelReq()
+			}
+		}()
+	}
+
 	s.mu.Lock()
 	if s.end != nil {
 		s.mu.Unlock()
@@ -154,23 +184,6 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	}
 	s.pending[id] = c
 	s.mu.Unlock()
-
-	// The request and its response stream end when ctx ends before the
-	// answer, or when the session goes down. A response stream outlives the
-	// call: once the answer is in, its reader reads it to its end, so that
-	// its connection goes back to the pool instead of being dropped under
-	// the read (which a context derived from ctx, ended by the caller as
-	// soon as Call returns, would do). The request carries none of ctx's
-	// values.
-	reqCtx, cancelReq := context.WithCancel(s.ctx)
-	stopWatching := context.AfterFunc(ctx, cancelReq)
-	handedOff := false // the response stream's reader owns cancelReq
-	defer func() {
-		stopWatching()
-		if !handedOff {
-			cancelReq()
-		}
-	}()
 
 	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)
 	var err error
@@ -346,6 +359,13 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		resp.Body.Close()
 		return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
 	}
+}
+
+// releasesStreams says the session's calls are sent by httpc, whose
+// response bodies are releasers: streamable HTTP to a plain http:// URL
+// through NewHTTPClient's transport.
+func (s *session) releasesStreams() bool {
+	return !s.sse && s.h.direct != nil && s.h.url.Scheme == "http" && s.h.url.User == nil
 }
 
 // releaser is a response body of internal/httpc, whose rest (the end of an
@@ -806,6 +826,9 @@ func (s *session) stop(end *sessionEnd) bool {
 	s.mu.Unlock()
 	s.cancel()
 	for _, c := range pending {
+		if c.cancel != nil {
+			c.cancel()
+		}
 		c.ch <- callOutcome{err: s.endError(c.method)}
 	}
 	return wasUp
