@@ -22,6 +22,12 @@
 // No goroutine runs per connection or per request: a request's context
 // ending closes its connection through [context.AfterFunc].
 //
+// A caller sending many requests with the same headers (an MCP session's
+// POSTs) can encode their head once with [Prepare] and send each body with
+// [Transport.Send]: the same bytes on the wire as RoundTrip's, without an
+// http.Request per message. Connections are read and written with raw
+// system calls (internal/rawio).
+//
 // Everything else goes to Fallback (the gateway's http.Transport): https,
 // where HTTP/2 is negotiated, CONNECT and protocol upgrades, bodies of
 // unknown length or over 1 MiB, trailers, Expect: 100-continue, and requests

@@ -54,6 +54,31 @@ func handles(req *http.Request) bool {
 // for a request net/http would refuse (an invalid method, header name or
 // value), before reading its body.
 func appendRequest(b []byte, req *http.Request) ([]byte, error) {
+	b, err := appendHead(b, req)
+	if err != nil {
+		return b, err
+	}
+	if req.Body == nil || req.Body == http.NoBody {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch: // as net/http: many servers want one
+			b = append(b, "Content-Length: 0\r\n"...)
+		}
+		return append(b, "\r\n"...), nil
+	}
+	b = appendLength(b, int(req.ContentLength))
+	return appendBody(b, req.Body, int(req.ContentLength))
+}
+
+// appendLength appends the Content-Length field and the head's end.
+func appendLength(b []byte, n int) []byte {
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, "\r\n\r\n"...)
+}
+
+// appendHead appends req's request line and header fields but
+// Content-Length (see appendRequest).
+func appendHead(b []byte, req *http.Request) ([]byte, error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -103,17 +128,7 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 			b = append(b, "\r\n"...)
 		}
 	}
-	if req.Body == nil || req.Body == http.NoBody {
-		switch method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch: // as net/http: many servers want one
-			b = append(b, "Content-Length: 0\r\n"...)
-		}
-		return append(b, "\r\n"...), nil
-	}
-	b = append(b, "Content-Length: "...)
-	b = strconv.AppendInt(b, req.ContentLength, 10)
-	b = append(b, "\r\n\r\n"...)
-	return appendBody(b, req.Body, int(req.ContentLength))
+	return b, nil
 }
 
 // appendBody appends the n bytes of body to b, and fails if it has fewer or

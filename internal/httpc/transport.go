@@ -97,12 +97,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	closeBody(req)
+	closing := req.Close || httpfield.HasToken(req.Header["Connection"], "close")
+	return t.send(ctx, c, req, idempotent(req), closing)
+}
+
+// send sends the request held in c.wbuf, and once more on a new connection
+// when the first exchange says it may (see exchange).
+func (t *Transport) send(ctx context.Context, c *conn, req *http.Request, replayable, closing bool) (*http.Response, error) {
 	for retried := false; ; retried = true {
-		resp, retry, err := t.exchange(ctx, c, req)
+		resp, retry, err := t.exchange(ctx, c, req, replayable, closing)
 		if err == nil || !retry || retried || ctx.Err() != nil {
 			return resp, err
 		}
-		fresh, derr := t.dial(ctx, addr)
+		fresh, derr := t.dial(ctx, c.addr)
 		if derr != nil {
 			return nil, derr
 		}
@@ -113,8 +120,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // exchange writes the request held in c.wbuf and reads the response head.
 // retry says the request can be sent again on another connection: c was
-// reused and either nothing was written or req is idempotent.
-func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (resp *http.Response, retry bool, err error) {
+// reused and either nothing was written or the request is replayable
+// (idempotent). req may be nil (Send); closing says the request asked for
+// Connection: close.
+func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, replayable, closing bool) (resp *http.Response, retry bool, err error) {
 	stop := noStop
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.abort)
@@ -134,9 +143,9 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (r
 		if ctx.Err() != nil {
 			return nil, false, ctxError(ctx)
 		}
-		return nil, c.reused && idempotent(req), fmt.Errorf("reading the response: %w", err)
+		return nil, c.reused && replayable, fmt.Errorf("reading the response: %w", err)
 	}
-	keep := !resp.Close && !req.Close && !httpfield.HasToken(req.Header["Connection"], "close") && resp.StatusCode != http.StatusSwitchingProtocols
+	keep := !resp.Close && !closing && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody {
 		t.release(c, stop, keep)
 		return resp, false, nil

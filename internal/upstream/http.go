@@ -145,7 +145,7 @@ type HTTP struct {
 	// made: requests without userinfo in their URL then go to it without
 	// http.Client.Do, which would copy their headers for redirects it is
 	// told not to follow (see send).
-	direct     http.RoundTripper
+	direct     *httpc.Transport
 	url        *url.URL
 	urlErr     error
 	headers    http.Header
@@ -308,7 +308,7 @@ func keepRedirect(*http.Request, []*http.Request) error { return http.ErrUseLast
 // unchanged (no cookie jar, no timeout, redirects kept): sending a request
 // with it is then what c.Do does, less the work c.Do does for redirects
 // and cookies. Otherwise nil: requests go through c.Do.
-func directTransport(c *http.Client) http.RoundTripper {
+func directTransport(c *http.Client) *httpc.Transport {
 	t, ok := c.Transport.(*httpc.Transport)
 	if !ok || c.Jar != nil || c.Timeout != 0 || c.CheckRedirect == nil ||
 		reflect.ValueOf(c.CheckRedirect).Pointer() != reflect.ValueOf(keepRedirect).Pointer() {

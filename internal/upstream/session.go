@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/httpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -622,6 +623,9 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		target = s.endpoint
 	}
 	hs := s.headers()
+	if method == http.MethodPost && hs.prepared != nil && target == s.h.url {
+		return s.h.direct.Send(ctx, hs.prepared, body)
+	}
 	var header http.Header
 	switch {
 	case method == http.MethodPost:
@@ -669,6 +673,9 @@ type sessionHeaders struct {
 	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
 	post http.Header // base, Content-Type and Accept of a POSTed message
 	get  http.Header // base, Accept and Cache-Control of a stream
+	// prepared is post encoded once for httpc (see releasesStreams), which
+	// then sends each message without an http.Request; nil otherwise.
+	prepared *httpc.Prepared
 }
 
 // headers returns the session's prepared headers.
@@ -703,6 +710,9 @@ func (s *session) headers() *sessionHeaders {
 	hs.post.Set("Accept", acceptPOST)
 	hs.get.Set("Accept", acceptSSE)
 	hs.get.Set("Cache-Control", "no-cache")
+	if s.releasesStreams() {
+		hs.prepared = httpc.Prepare(http.MethodPost, s.h.url, hs.post)
+	}
 	s.hdr.Store(hs)
 	return hs
 }
