@@ -3,6 +3,7 @@ package front
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -13,8 +14,30 @@ var contentTypeJSON = []string{"application/json"}
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+var resultEnd = []byte("}")
+
+// bigResult is the size past which a result is written as it is, after the
+// envelope's start, instead of being copied into a pooled buffer with it:
+// a long list's page (64 servers × 100 tools is ~1.7 MB) would otherwise be
+// copied once more and the buffer, grown, kept in the pool.
+const bigResult = 64 << 10
+
 // writeReply writes a plain JSON response.
 func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gateway.Reply) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if reply.Error == nil && len(reply.Result) > bigResult {
+		head := wire.AppendResultStart(make([]byte, 0, 64), id)
+		h := w.Header()
+		h["Content-Type"] = contentTypeJSON
+		h["Content-Length"] = []string{strconv.Itoa(len(head) + len(reply.Result) + 1)}
+		w.WriteHeader(status)
+		_, _ = w.Write(head)
+		_, _ = w.Write(reply.Result)
+		_, _ = w.Write(resultEnd)
+		return
+	}
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	if reply.Error != nil {
@@ -23,9 +46,6 @@ func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gat
 		b = wire.AppendResult(b, id, reply.Result)
 	}
 	w.Header()["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
-	if status == 0 {
-		status = http.StatusOK
-	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	*bp = b

@@ -178,6 +178,16 @@ func TestResponseFraming(t *testing.T) {
 		case "big-declared":
 			w.Header().Set("Content-Length", fmt.Sprint(len(big)))
 			io.WriteString(w, big)
+		case "pieces", "pieces-declared":
+			// A large piece between small ones goes out without being
+			// copied (Write of flushAt bytes or more), framed as its body is.
+			w.Header().Set("Content-Type", "application/json")
+			if r.Header.Get("X-Case") == "pieces-declared" {
+				w.Header().Set("Content-Length", fmt.Sprint(len(big)+2))
+			}
+			io.WriteString(w, "[")
+			io.WriteString(w, big)
+			io.WriteString(w, "]")
 		case "error":
 			http.Error(w, "nope", http.StatusTeapot)
 		case "close":
@@ -196,6 +206,8 @@ func TestResponseFraming(t *testing.T) {
 		{"sse", "200 OK", "data: 1\n\ndata: 2\n\n", "chunked", "text/event-stream", -1, false},
 		{"big", "200 OK", big, "chunked", "text/plain; charset=utf-8", -1, false},
 		{"big-declared", "200 OK", big, "", "text/plain; charset=utf-8", int64(len(big)), false},
+		{"pieces", "200 OK", "[" + big + "]", "chunked", "application/json", -1, false},
+		{"pieces-declared", "200 OK", "[" + big + "]", "", "application/json", int64(len(big) + 2), false},
 		{"error", "418 I'm a teapot", "nope\n", "", "text/plain; charset=utf-8", 5, false},
 		{"close", "200 OK", "bye", "", "text/plain; charset=utf-8", 3, true},
 	}

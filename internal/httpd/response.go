@@ -74,6 +74,16 @@ func (w *response) Write(p []byte) (int, error) {
 	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
+	if len(p) >= flushAt {
+		// A large piece (a long list's page) goes out as it is, after what
+		// is buffered, instead of being copied into buf first.
+		if _, ok := w.header["Content-Type"]; !ok && !w.sent && len(w.buf) == 0 {
+			w.header["Content-Type"] = []string{http.DetectContentType(p)}
+		}
+		w.Flush()
+		w.writeThrough(p)
+		return len(p), w.err
+	}
 	if w.chunked {
 		w.buf = appendChunk(w.buf, p)
 	} else {
@@ -191,6 +201,21 @@ func (w *response) sendHead(final bool) {
 	w.buf = w.buf[:0]
 	*hbp = b[:0]
 	bufPool.Put(hbp)
+}
+
+// writeThrough writes p on the connection, framed as a chunk when the
+// body is chunked, without copying it.
+func (w *response) writeThrough(p []byte) {
+	if w.err != nil {
+		return
+	}
+	if !w.chunked {
+		_, w.err = w.c.write(p)
+		return
+	}
+	size := strconv.AppendInt(make([]byte, 0, 18), int64(len(p)), 16)
+	bufs := net.Buffers{append(size, "\r\n"...), p, []byte("\r\n")}
+	_, w.err = bufs.WriteTo(w.c.rwc)
 }
 
 func (w *response) writeBuf() {

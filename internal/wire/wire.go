@@ -236,15 +236,21 @@ func appendMethodParams(dst []byte, method string, params json.RawMessage) []byt
 
 // AppendResult appends a response carrying result.
 func AppendResult(dst []byte, id json.RawMessage, result json.RawMessage) []byte {
-	dst = append(dst, prefix...)
-	dst = append(dst, `,"id":`...)
-	dst = appendID(dst, id)
-	dst = append(dst, `,"result":`...)
+	dst = AppendResultStart(dst, id)
 	if len(result) == 0 {
 		result = json.RawMessage(`{}`)
 	}
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// AppendResultStart appends what AppendResult writes before the result:
+// the result and a closing brace complete it.
+func AppendResultStart(dst []byte, id json.RawMessage) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, `,"id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
 }
 
 // AppendRawError appends a response carrying an error object that is already encoded.
