@@ -188,6 +188,24 @@ func newRemote(t *testing.T, url string, edit func(*upstream.HTTPOptions)) *remo
 	return fx
 }
 
+// startCall calls tool on up with callCtx on a goroutine and returns once
+// the server's tool has started, with the channel the call's error will
+// come on; ctx bounds the wait.
+func startCall(t *testing.T, ctx, callCtx context.Context, srv *sdkServer, up *upstream.HTTP, tool string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := up.Call(callCtx, "tools/call", toolParams(tool, `{}`))
+		done <- err
+	}()
+	select {
+	case <-srv.started:
+	case <-ctx.Done():
+		t.Fatalf("the %s tool never started", tool)
+	}
+	return done
+}
+
 func transportFor(mode string) string {
 	if mode == modeSSE {
 		return upstream.TransportSSE
@@ -401,16 +419,7 @@ func TestRemoteCancellationReachesServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			callCtx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() {
-				_, err := fx.up.Call(callCtx, "tools/call", toolParams("slow", `{}`))
-				done <- err
-			}()
-			select {
-			case <-srv.started:
-			case <-ctx.Done():
-				t.Fatal("the slow tool never started")
-			}
+			done := startCall(t, ctx, callCtx, srv, fx.up, "slow")
 			cancel()
 			select {
 			case err := <-done:
@@ -620,25 +629,9 @@ func TestRemoteCloseDuringCall(t *testing.T) {
 			ctx := testContext(t)
 			srv := newSDKServer(t, mode)
 			fx := newRemote(t, srv.url, func(o *upstream.HTTPOptions) { o.Transport = transportFor(mode) })
-			done := make(chan error, 1)
-			go func() {
-				_, err := fx.up.Call(ctx, "tools/call", toolParams("slow", `{}`))
-				done <- err
-			}()
-			select {
-			case <-srv.started:
-			case <-ctx.Done():
-				t.Fatal("the slow tool never started")
-			}
+			done := startCall(t, ctx, ctx, srv, fx.up, "slow")
 			fx.up.Close()
-			select {
-			case err := <-done:
-				if !errors.Is(err, upstream.ErrClosed) {
-					t.Errorf("call in flight: %v, want ErrClosed", err)
-				}
-			case <-ctx.Done():
-				t.Fatal("the call in flight did not return after Close")
-			}
+			wantClosed(t, ctx, done)
 			// Close told the server that the call was abandoned.
 			select {
 			case <-srv.cancelled:
@@ -1012,17 +1005,15 @@ func TestRemoteCloseDuringStuckCall(t *testing.T) {
 	ctx := testContext(t)
 	srv := newSDKServer(t, modeStream)
 	fx := newRemote(t, srv.url, func(o *upstream.HTTPOptions) { o.Timeout = 200 * time.Millisecond })
-	done := make(chan error, 1)
-	go func() {
-		_, err := fx.up.Call(ctx, "tools/call", toolParams("stuck", `{}`))
-		done <- err
-	}()
-	select {
-	case <-srv.started:
-	case <-ctx.Done():
-		t.Fatal("the stuck tool never started")
-	}
+	done := startCall(t, ctx, ctx, srv, fx.up, "stuck")
 	go fx.up.Close()
+	wantClosed(t, ctx, done)
+}
+
+// wantClosed waits for the error of a call in flight when its upstream was
+// closed: ErrClosed, before ctx ends.
+func wantClosed(t *testing.T, ctx context.Context, done <-chan error) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if !errors.Is(err, upstream.ErrClosed) {
