@@ -362,12 +362,10 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 	}
 }
 
-// releasesStreams says the session's calls are sent by httpc, whose
-// response bodies are releasers: streamable HTTP to a plain http:// URL
-// through NewHTTPClient's transport.
-func (s *session) releasesStreams() bool {
-	return !s.sse && s.h.direct != nil && s.h.url.Scheme == "http" && s.h.url.User == nil
-}
+// releasesStreams says the session's calls are sent by httpc itself, with
+// its prepared head, and their response bodies are releasers: streamable
+// HTTP to a plain http:// URL through NewHTTPClient's transport.
+func (s *session) releasesStreams() bool { return s.headers().prepared != nil }
 
 // releaser is a response body of internal/httpc, whose rest (the end of an
 // event stream after the response) can be left for its connection's next
@@ -710,7 +708,7 @@ func (s *session) headers() *sessionHeaders {
 	hs.post.Set("Accept", acceptPOST)
 	hs.get.Set("Accept", acceptSSE)
 	hs.get.Set("Cache-Control", "no-cache")
-	if s.releasesStreams() {
+	if !s.sse && s.h.direct != nil && s.h.url.Scheme == "http" && s.h.url.User == nil {
 		hs.prepared = httpc.Prepare(http.MethodPost, s.h.url, hs.post)
 	}
 	s.hdr.Store(hs)
