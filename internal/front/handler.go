@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -24,6 +26,9 @@ const (
 
 // metaProtocolVersion is the _meta key a 2026-07-28 request carries its version in.
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// DefaultSlowClientTimeout is Handler.SlowClientTimeout's default.
+const DefaultSlowClientTimeout = 10 * time.Second
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 8 << 20
@@ -44,6 +49,19 @@ type Handler struct {
 	// and a token it returns nil for gets 401. It must compare tokens in
 	// constant time or by a hash.
 	Tenants func(token string) *gateway.Gateway
+	// SlowClientTimeout is how long a client's stream may stay unwritable
+	// (its queue full, or a write making no progress) before the gateway
+	// closes that stream, logging which; 0 means DefaultSlowClientTimeout.
+	SlowClientTimeout time.Duration
+	// SessionIdleTimeout ends a session (and every upstream session it
+	// holds) after this long without a request; 0 means never.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the open session-era sessions; an initialize
+	// beyond it is refused with 503. 0 means no limit.
+	MaxSessions int
+	// Logger receives the front's own log lines (a slow client's stream
+	// closed, a session expired); nil discards them.
+	Logger *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*gateway.Session
