@@ -21,10 +21,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/httpd"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/procs"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -48,6 +46,7 @@ bearer token from `+tokenEnv+` (generated and written to --token-file when unset
 log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	var g gatewayFlags
 	g.register(fs)
+	g.registerHTTP(fs)
 	readyFD := fs.Int("ready-fd", -1, "report readiness on this file descriptor (used by the launcher)")
 	fromLauncher := fs.Bool("handoff-stdin", false, "read the config and token from standard input (used by the launcher)")
 	pidFile := fs.String("pid-file", "", "on exit, remove `file` if it holds this process's pid (used by the launcher)")
@@ -56,6 +55,9 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	}
 	logOut := &syncWriter{w: stderr}
 	logger, err := newLogger(logOut, g.logLevel)
+	if err == nil {
+		err = g.http.check()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
@@ -271,11 +273,10 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": router.Status()}
 		},
 	}
-	// One P while several calls are in flight (internal/procs); the host
-	// gateway, serving many sandboxes at once, keeps the runtime's default.
-	srv := &httpd.Server{Handler: procs.New().Wrap(handler), Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	g.http.configure(handler, logger)
+	srv := g.http.server(handler, logger)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(g.http.listener(ln, logger)) }()
 
 	port := ln.Addr().(*net.TCPAddr).Port
 	took := time.Since(began)
