@@ -67,8 +67,12 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
 	}
+	var tokenWritten, token string // the token file this process wrote, removed if it fails
 	fail := func(code int, err error) int {
 		logger.Error("mcp-gateway failed", "err", err)
+		if tokenWritten != "" {
+			removeOwnTokenFile(tokenWritten, token)
+		}
 		if notifier != nil {
 			_ = notifier.Fail(err)
 		}
@@ -76,7 +80,6 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	}
 
 	var specs []mcpconfig.Server
-	var token string
 	if *fromLauncher {
 		h, err := acceptHandoff()
 		if err != nil {
@@ -98,6 +101,7 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 			if err := launch.WriteTokenFile(g.tokenFile, token); err != nil {
 				return fail(exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err))
 			}
+			tokenWritten = g.tokenFile
 			logger.Info("bearer token written", "file", g.tokenFile)
 		}
 	}
@@ -119,6 +123,15 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		return fail(code, err)
 	}
 	return exitOK
+}
+
+// removeOwnTokenFile removes the token file at path if it still holds
+// token: a serve that fails leaves no token behind for a gateway that is
+// not there (and does not remove another gateway's).
+func removeOwnTokenFile(path, token string) {
+	if b, err := os.ReadFile(path); err == nil && string(b) == token {
+		os.Remove(path)
+	}
 }
 
 // acceptHandoff takes the launcher's handoff from stdin; from then on this
