@@ -28,7 +28,7 @@ func newIDSource() idSource {
 // calls taken looks up.
 func (s idSource) next(taken func(uint64) bool) uint64 {
 	for {
-		id := s.r.Uint64() >> 11 // [0, 2^53)
+		id := s.r.Uint64() & (maxID - 1) // [0, 2^53)
 		if id != 0 && !taken(id) {
 			return id
 		}
