@@ -69,6 +69,14 @@ func (c *httpConn) Close() error { return c.nc.Close() }
 // do sends one request with extra header lines (each ending in "\r\n") and
 // reads the whole response.
 func (c *httpConn) do(method, extraHeaders string, body []byte) (httpResponse, error) {
+	if err := c.send(method, extraHeaders, body); err != nil {
+		return httpResponse{}, err
+	}
+	return c.readResponse(method == "HEAD")
+}
+
+// send writes one request and reads nothing.
+func (c *httpConn) send(method, extraHeaders string, body []byte) error {
 	b := c.req[:0]
 	b = append(b, method...)
 	b = append(b, ' ')
@@ -90,10 +98,8 @@ func (c *httpConn) do(method, extraHeaders string, body []byte) (httpResponse, e
 	b = append(b, "\r\n"...)
 	b = append(b, body...)
 	c.req = b
-	if _, err := c.nc.Write(b); err != nil {
-		return httpResponse{}, err
-	}
-	return c.readResponse(method == "HEAD")
+	_, err := c.nc.Write(b)
+	return err
 }
 
 func (c *httpConn) readResponse(head bool) (httpResponse, error) {

@@ -8,16 +8,16 @@
 //	                                  live heap, -cpuprofile and -memprofile
 //	go run ./bench -baseline-rev REV  also a gateway built from REV, in the same rounds
 //
-// It builds the gateway (./cmd/mcp-gateway), its own echo MCP server
-// (./bench/echo) and a byte relay (./bench/relay), then measures:
+// It builds the gateway (./cmd/mcp-gateway) and its own echo MCP server
+// (./bench/echo), then measures:
 //
 //   - calls: the echo tool over streamable HTTP at 1, 16 and 64 concurrent
 //     calls, on one session and on 64, for three targets in alternating
 //     rounds: direct (the echo server's own HTTP, the official Go SDK),
-//     gateway → stdio upstream, gateway → HTTP upstream (skipped with a note
-//     while the gateway refuses url servers), and relay → HTTP: a byte relay
-//     (./bench/relay) in front of the echo server, the floor of any proxy's
-//     CPU per call;
+//     gateway → stdio upstream, and gateway → HTTP upstream (skipped with a
+//     note while the gateway refuses url servers);
+//   - isolation: echo calls of one client beside another client whose
+//     stream of progress notifications is never read;
 //   - start-up: the daemon launcher from exec to its exit with the ready
 //     line, with 1, 8 and 32 servers, and the gateway's own share;
 //   - scale: tools/list over 64 servers × 100 tools, 1 000 open sessions,
@@ -60,7 +60,6 @@ type options struct {
 	conc         []int
 	era          string
 	httpUpstream bool
-	relay        bool
 	directJSON   bool
 	gatewayBin   string
 	gatewayRev   string
@@ -68,14 +67,16 @@ type options struct {
 	baselineRev  string
 	out          string
 
-	startupServers []int
-	startupReps    int
-	listServers    int
-	listTools      int
-	listIters      int
-	sessions       int
-	soakCalls      int
-	soakSessions   int
+	startupServers         []int
+	startupReps            int
+	listServers            int
+	listTools              int
+	listIters              int
+	sessions               int
+	soakCalls              int
+	soakSessions           int
+	isolationNotifications int
+	isolationCalls         int
 
 	pprof          bool
 	cpuProfile     string
@@ -87,7 +88,7 @@ type options struct {
 }
 
 // phaseNames are the parts of a run, in order.
-var phaseNames = []string{"calls", "startup", "list", "sessions", "soak", "profile"}
+var phaseNames = []string{"calls", "isolation", "startup", "list", "sessions", "soak", "profile"}
 
 func parseFlags(args []string) (*options, error) {
 	var o options
@@ -108,7 +109,6 @@ Flags:
 	conc := fs.String("conc", "", "concurrencies, comma-separated (default 1,16,64; -short 1,16)")
 	fs.StringVar(&o.era, "era", "legacy", "protocol era of the call matrix: legacy (2025-11-25, sessions), 2026-07-28, or both")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "measure gateway → HTTP upstream too (skipped with a note while the gateway refuses url servers)")
-	fs.BoolVar(&o.relay, "relay", true, "measure relay → HTTP too: a byte relay (bench/relay) in front of an echo server, the floor of any proxy's CPU per call")
 	fs.BoolVar(&o.directJSON, "direct-json", false, "the direct echo server answers application/json instead of its default SSE stream")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this mcp-gateway `binary` instead of building ./cmd/mcp-gateway")
 	fs.StringVar(&o.gatewayRev, "gateway-rev", "", "build the gateway from this git `revision` (git archive) instead of the work tree")
@@ -123,6 +123,8 @@ Flags:
 	fs.IntVar(&o.sessions, "sessions", 0, "sessions held open at once for the memory-per-session measure (default 1000; -short 100)")
 	fs.IntVar(&o.soakCalls, "soak-calls", -1, "calls of the soak; 0 skips it; -1: 100000, or 0 with -short")
 	fs.IntVar(&o.soakSessions, "soak-sessions", 1000, "sessions opened and closed during the soak")
+	fs.IntVar(&o.isolationNotifications, "isolation-notifications", 0, "progress notifications the stalled client's call asks for (default 20000; -short 2000)")
+	fs.IntVar(&o.isolationCalls, "isolation-calls", 0, "echo calls per isolation measure (default 2000; -short 200)")
 	fs.BoolVar(&o.pprof, "pprof", false, "build the gateway with net/http/pprof on a side port (go build -overlay: the repository is not changed), "+
 		"for goroutine counts, live heap and -cpuprofile")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway under 16 concurrent calls to `file` (needs -pprof)")
@@ -152,6 +154,8 @@ Flags:
 	o.listServers = pick(o.listServers, 64, 8)
 	o.listIters = pick(o.listIters, 200, 10)
 	o.sessions = pick(o.sessions, 1000, 100)
+	o.isolationNotifications = pick(o.isolationNotifications, 20000, 2000)
+	o.isolationCalls = pick(o.isolationCalls, 2000, 200)
 	switch {
 	case o.soakCalls >= 0:
 	case o.short:
@@ -232,7 +236,6 @@ type bench struct {
 	dir      string // temporary directory, removed at the end
 	gateway  string // mcp-gateway binary
 	echo     string // echo server binary
-	relay    string // byte relay binary; "" with -relay=false
 	token    string
 	report   *report
 	rev      string // the commit -gateway-rev resolved to
@@ -325,7 +328,7 @@ func run(args []string) int {
 	for _, p := range []struct {
 		name string
 		run  func()
-	}{{"calls", b.calls}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"profile", b.profile}} {
+	}{{"calls", b.calls}, {"isolation", b.isolation}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"profile", b.profile}} {
 		if opts.phases[p.name] {
 			p.run()
 		}
@@ -356,8 +359,7 @@ func firstLine(s string) string {
 	return line
 }
 
-// build compiles the gateway (unless -gateway-bin), the echo server and
-// the relay (unless -relay=false).
+// build compiles the gateway (unless -gateway-bin) and the echo server.
 func (b *bench) build() error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -367,12 +369,6 @@ func (b *bench) build() error {
 	b.gateway = b.opts.gatewayBin
 	if err := goBuild(root, b.echo, "./bench/echo"); err != nil {
 		return err
-	}
-	if b.opts.relay {
-		b.relay = filepath.Join(b.dir, "relay")
-		if err := goBuild(root, b.relay, "./bench/relay"); err != nil {
-			return err
-		}
 	}
 	if err := b.buildBaseline(root); err != nil {
 		return err

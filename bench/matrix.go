@@ -32,7 +32,6 @@ const (
 	targetDirect      = "direct"
 	targetGatewayIO   = "gateway → stdio"
 	targetGatewayHTTP = "gateway → HTTP"
-	targetRelay       = "relay → HTTP"
 )
 
 // measuredTarget is a target with its processes and results.
@@ -76,7 +75,7 @@ func (b *bench) calls() {
 	}
 }
 
-// setupTargets starts the direct server, the gateways and the relay for one
+// setupTargets starts the direct server and the gateways for one
 // era and checks each with one call. A target that cannot be measured is
 // left out with a note (not served yet, switched off) or an error.
 func (b *bench) setupTargets(era string) []*measuredTarget {
@@ -128,10 +127,6 @@ func (b *bench) setupTargets(era string) []*measuredTarget {
 				up.stop()
 			}
 		}
-	}
-
-	if t := b.relayTarget(era, echoArgs); t != nil {
-		targets = append(targets, t)
 	}
 
 	// Every target answers one call, and (legacy era) the SDK's own client
@@ -190,33 +185,6 @@ func (b *bench) gatewayTarget(bin, name, era, config, label string, upstream *ec
 		t.stop = func() { gw.stop(); upstream.stop() }
 	}
 	return t
-}
-
-// relayTarget starts bench/relay in front of its own echo server. The relay
-// is the measured process and the echo server its server, as for gateway →
-// HTTP, so its CPU per call is the floor the gateway's is compared with.
-func (b *bench) relayTarget(era string, echoArgs []string) *measuredTarget {
-	if !b.opts.relay {
-		b.note("%s (%s): switched off (-relay=false)", targetRelay, era)
-		return nil
-	}
-	up, err := startEchoHTTP(b.echo, echoArgs...)
-	if err != nil {
-		b.fail("%s: starting its echo server: %v", targetRelay, err)
-		return nil
-	}
-	relay, err := startRelay(b.relay, up.ep)
-	if err != nil {
-		up.stop()
-		b.fail("%s (%s): %v", targetRelay, era, err)
-		return nil
-	}
-	return &measuredTarget{
-		target: target{name: targetRelay, ep: relay.ep, era: era, measured: relay.pid, servers: []int{up.pid}},
-		label: "a byte relay (bench/relay: reads and writes, parses nothing) in front of the SDK echo server over streamable HTTP: " +
-			"the floor of any proxy's CPU per call on this machine",
-		stop: func() { relay.stop(); up.stop() },
-	}
 }
 
 // buildLabel says which gateway a baseline target runs.

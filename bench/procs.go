@@ -1,6 +1,6 @@
 package main
 
-// The processes the benchmark starts (echo servers, gateways, the relay) and what it reads
+// The processes the benchmark starts (echo servers, gateways) and what it reads
 // of them in /proc. Every process is registered when started and stopped by
 // its pid at the end, on failure and on Ctrl-C.
 
@@ -294,21 +294,6 @@ func startEchoHTTP(bin string, args ...string) (*echoServer, error) {
 		return nil, err
 	}
 	return &echoServer{proc: p, ep: ep}, nil
-}
-
-// relayProc is bench/relay in front of an echo server.
-type relayProc struct {
-	*proc
-	ep endpoint
-}
-
-// startRelay starts the byte relay on a free port, relaying to ep.
-func startRelay(bin string, ep endpoint) (*relayProc, error) {
-	p, relayEP, err := startListening("relay", []string{bin, "-listen", "127.0.0.1:0", "-to", ep.addr, "-path", ep.path})
-	if err != nil {
-		return nil, err
-	}
-	return &relayProc{proc: p, ep: relayEP}, nil
 }
 
 // startListening starts argv and waits for its listeningLine.

@@ -457,10 +457,8 @@ func (b *bench) soakOn(t *target, calls, sessions int) {
 // 10% + 1 MiB of before. Threads are reported, not judged: Go keeps every
 // thread it once needed, and a leaked goroutine takes none.
 //
-// The gateway keeps idle connections to a remote server (internal/httpc
-// none for plain http, net/http two goroutines each for https) as many as
-// were last in use at once, up
-// to its limit: between the baseline and the end that count varies by up to
+// The gateway keeps idle connections to a remote server (net/http's two
+// goroutines each) as many as were last in use at once, up to its limit: between the baseline and the end that count varies by up to
 // the soak's concurrency, while a leak grows with the 1 000 sessions and
 // 100 000 calls.
 func (r *soakResult) isBack() bool {

@@ -7,6 +7,9 @@
 //	echo -http 127.0.0.1:0        streamable HTTP at /mcp, stateful (sessions)
 //	echo -http ... -stateless     sessionless, for the 2026-07-28 era
 //	echo -tools 100               echo plus 99 more tools (echo_1 ... echo_99), for list scale
+//	echo -progress                also the tool progress: {"count": N, "message": M} sends N
+//	                              progress notifications with an M-byte message, as fast
+//	                              as it can, then answers "done"
 //
 // In HTTP mode it prints "listening on http://ADDR/mcp" on standard output
 // once it accepts connections.
@@ -21,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,11 +39,32 @@ func echo(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallTool
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 }
 
+type progressArgs struct {
+	Count   int `json:"count" jsonschema:"how many progress notifications to send"`
+	Message int `json:"message,omitempty" jsonschema:"the length of each notification's message"`
+}
+
+// progress sends count progress notifications for the call's progress token
+// (none without one), then answers "done".
+func progress(ctx context.Context, req *mcp.CallToolRequest, in progressArgs) (*mcp.CallToolResult, any, error) {
+	if token := req.Params.GetProgressToken(); token != nil {
+		msg := strings.Repeat("p", in.Message)
+		for i := range in.Count {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i + 1), Total: float64(in.Count), Message: msg})
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+}
+
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this `address` (127.0.0.1:0 picks a port) instead of stdio")
 	stateless := flag.Bool("stateless", false, "HTTP: serve without sessions (the 2026-07-28 era)")
 	jsonResponse := flag.Bool("json", false, "HTTP: answer with application/json instead of an SSE stream")
 	tools := flag.Int("tools", 1, "number of tools: echo, then echo_1 ... echo_N-1")
+	withProgress := flag.Bool("progress", false, "also serve the tool progress, which sends many progress notifications")
 	flag.Parse()
 	log.SetPrefix("echo: ")
 	log.SetFlags(0)
@@ -51,6 +76,10 @@ func main() {
 			Name:        fmt.Sprintf("echo_%d", i),
 			Description: fmt.Sprintf("Returns its text argument (copy %d of the echo tool, for list benchmarks).", i),
 		}, echo)
+	}
+
+	if *withProgress {
+		mcp.AddTool(server, &mcp.Tool{Name: "progress", Description: "Sends count progress notifications, then answers done."}, progress)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -5,8 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
 )
 
 // Defaults of the sandbox contract.
@@ -52,8 +57,10 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bo
 	return 0, false
 }
 
-// gatewayFlags are the flags shared by the launcher and serve.
+// gatewayFlags are the flags shared by the launcher, serve and stdio; http
+// are registered only where the gateway serves HTTP (registerHTTP).
 type gatewayFlags struct {
+	http               httpFlags
 	config, configFile string
 	host               string
 	port               int
@@ -92,6 +99,9 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
 }
 
+// registerHTTP registers the flags of the HTTP front (see httpFlags).
+func (g *gatewayFlags) registerHTTP(fs *flag.FlagSet) { g.http.register(fs) }
+
 // readConfig returns the raw mcp object from --config or --config-file.
 func (g *gatewayFlags) readConfig() ([]byte, error) {
 	switch {
@@ -126,6 +136,7 @@ func (g *gatewayFlags) args() []string {
 		"--tool-prefix=" + g.toolPrefix,
 		"--log-level=" + g.logLevel,
 	}
+	a = append(a, g.http.args()...)
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
 	}
@@ -133,4 +144,81 @@ func (g *gatewayFlags) args() []string {
 		a = append(a, "--allow-any-address")
 	}
 	return a
+}
+
+// httpFlags are the limits of the HTTP front, shared by serve, the launcher
+// and host: net/http's server timeouts, the connection limit, and what the
+// front does about slow clients and idle sessions.
+type httpFlags struct {
+	readHeaderTimeout  time.Duration
+	idleTimeout        time.Duration
+	maxHeaderBytes     int
+	maxConnections     int
+	slowClientTimeout  time.Duration
+	sessionIdleTimeout time.Duration
+	maxSessions        int
+}
+
+func (f *httpFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's head, from connecting or from the request's first byte (0: no limit)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection is kept open (0: the read header timeout)")
+	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 1<<20, "largest request head accepted (431 beyond)")
+	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more is answered 503 and closed (0: no limit)")
+	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
+	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond is answered 503 (0: no limit)")
+}
+
+// args renders the flags for the serving process.
+func (f *httpFlags) args() []string {
+	return []string{
+		"--read-header-timeout=" + f.readHeaderTimeout.String(),
+		"--idle-timeout=" + f.idleTimeout.String(),
+		fmt.Sprintf("--max-header-bytes=%d", f.maxHeaderBytes),
+		fmt.Sprintf("--max-connections=%d", f.maxConnections),
+		"--slow-client-timeout=" + f.slowClientTimeout.String(),
+		"--session-idle-timeout=" + f.sessionIdleTimeout.String(),
+		fmt.Sprintf("--max-sessions=%d", f.maxSessions),
+	}
+}
+
+// check refuses negative limits.
+func (f *httpFlags) check() error {
+	switch {
+	case f.readHeaderTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0:
+		return errors.New("--read-header-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
+	case f.maxHeaderBytes < 0, f.maxConnections < 0, f.maxSessions < 0:
+		return errors.New("--max-header-bytes, --max-connections and --max-sessions must not be negative")
+	}
+	return nil
+}
+
+// configure gives the front its limits and logger.
+func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
+	h.SlowClientTimeout = f.slowClientTimeout
+	h.SessionIdleTimeout = f.sessionIdleTimeout
+	h.MaxSessions = f.maxSessions
+	h.Logger = logger
+}
+
+// server returns net/http's server for handler with the flags' timeouts.
+// It sets no WriteTimeout: a response may be a stream that lasts as long
+// as its session (the front bounds a stalled write itself, with
+// http.ResponseController's write deadline).
+func (f *httpFlags) server(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: f.readHeaderTimeout,
+		IdleTimeout:       f.idleTimeout,
+		MaxHeaderBytes:    f.maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// listener wraps ln with the connection limit.
+func (f *httpFlags) listener(ln net.Listener, logger *slog.Logger) net.Listener {
+	if f.maxConnections <= 0 {
+		return ln
+	}
+	return newLimitListener(ln, f.maxConnections, logger)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
-	"github.com/mcp-gateway/mcp-gateway/internal/httpd"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 )
 
@@ -60,6 +59,8 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	toolPrefix := fs.String("tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
 	maxBody := fs.Int64("max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	maxResponse := fs.Int("max-response-bytes", 16<<20, "largest message accepted from a server")
+	var hf httpFlags
+	hf.register(fs)
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -69,6 +70,9 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	}
 	logOut := &syncWriter{w: stderr}
 	logger, err := newLogger(logOut, *logLevel)
+	if err == nil {
+		err = hf.check()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
 		return exitUsage
@@ -116,10 +120,13 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	}
 	defer control.Close()
 
-	mcpSrv := &httpd.Server{Handler: h.Handler(), Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	if fh, ok := h.Handler().(*front.Handler); ok {
+		hf.configure(fh, logger)
+	}
+	mcpSrv := hf.server(h.Handler(), logger)
 	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
-	go func() { served <- mcpSrv.Serve(ln) }()
+	go func() { served <- mcpSrv.Serve(hf.listener(ln, logger)) }()
 	go func() { served <- ctlSrv.Serve(control) }()
 	logger.Info("mcp-gateway host is ready", "url", url, "state_dir", *stateDir, "control", filepath.Join(*stateDir, host.SocketFile))
 

@@ -25,6 +25,7 @@ reason with the tail of the log is printed; the exit code is non-zero.
 Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr)
 	var g gatewayFlags
 	g.register(fs)
+	g.registerHTTP(fs)
 	pidFile := fs.String("pid-file", defaultPIDFile, "pid `file` of the running gateway")
 	logFile := fs.String("log-file", defaultLogFile, "log `file`: the gateway's lines and every server's stderr, prefixed [<server>]")
 	if code, done := parse(fs, args, stdout); done {
@@ -35,6 +36,10 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		return exitUsage
 	}
 
+	if err := g.http.check(); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitUsage
+	}
 	cfg, err := g.readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)

@@ -21,10 +21,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/httpd"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/procs"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -48,6 +46,7 @@ bearer token from `+tokenEnv+` (generated and written to --token-file when unset
 log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	var g gatewayFlags
 	g.register(fs)
+	g.registerHTTP(fs)
 	readyFD := fs.Int("ready-fd", -1, "report readiness on this file descriptor (used by the launcher)")
 	fromLauncher := fs.Bool("handoff-stdin", false, "read the config and token from standard input (used by the launcher)")
 	pidFile := fs.String("pid-file", "", "on exit, remove `file` if it holds this process's pid (used by the launcher)")
@@ -56,6 +55,9 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	}
 	logOut := &syncWriter{w: stderr}
 	logger, err := newLogger(logOut, g.logLevel)
+	if err == nil {
+		err = g.http.check()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
@@ -65,8 +67,12 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
 	}
+	var tokenWritten, token string // the token file this process wrote, removed if it fails
 	fail := func(code int, err error) int {
 		logger.Error("mcp-gateway failed", "err", err)
+		if tokenWritten != "" {
+			removeOwnTokenFile(tokenWritten, token)
+		}
 		if notifier != nil {
 			_ = notifier.Fail(err)
 		}
@@ -74,7 +80,6 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	}
 
 	var specs []mcpconfig.Server
-	var token string
 	if *fromLauncher {
 		h, err := acceptHandoff()
 		if err != nil {
@@ -96,6 +101,7 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 			if err := launch.WriteTokenFile(g.tokenFile, token); err != nil {
 				return fail(exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err))
 			}
+			tokenWritten = g.tokenFile
 			logger.Info("bearer token written", "file", g.tokenFile)
 		}
 	}
@@ -117,6 +123,15 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		return fail(code, err)
 	}
 	return exitOK
+}
+
+// removeOwnTokenFile removes the token file at path if it still holds
+// token: a serve that fails leaves no token behind for a gateway that is
+// not there (and does not remove another gateway's).
+func removeOwnTokenFile(path, token string) {
+	if b, err := os.ReadFile(path); err == nil && string(b) == token {
+		os.Remove(path)
+	}
 }
 
 // acceptHandoff takes the launcher's handoff from stdin; from then on this
@@ -271,11 +286,10 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": router.Status()}
 		},
 	}
-	// One P while several calls are in flight (internal/procs); the host
-	// gateway, serving many sandboxes at once, keeps the runtime's default.
-	srv := &httpd.Server{Handler: procs.New().Wrap(handler), Path: "/mcp", ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	g.http.configure(handler, logger)
+	srv := g.http.server(handler, logger)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(g.http.listener(ln, logger)) }()
 
 	port := ln.Addr().(*net.TCPAddr).Port
 	took := time.Since(began)

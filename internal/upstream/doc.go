@@ -13,8 +13,10 @@
 //
 // [Stdio] is a local server run as a child process speaking line-delimited
 // JSON-RPC over its stdin and stdout. One process is shared by every client of
-// the gateway; requests get the pipe's own integer ids, so concurrent callers
-// never see each other's answers. Forwarded traffic stays raw JSON-RPC bytes:
+// the gateway; requests get the pipe's own integer ids, random and unique
+// among the calls pending (so concurrent callers never see each other's
+// answers, and no id tells another), and every message goes to the
+// server's stdin as one line. Forwarded traffic stays raw JSON-RPC bytes:
 // params go out and results come back byte for byte, without the SDK's typed
 // model, which both costs more per call and drops fields a gateway must keep.
 //

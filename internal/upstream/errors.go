@@ -23,6 +23,10 @@ var (
 	ErrStart = errors.New("mcp server could not be started")
 	// ErrNotModern: a server required to speak 2026-07-28 does not.
 	ErrNotModern = errors.New("mcp server does not speak 2026-07-28")
+	// ErrInvalidMessage: a message for a stdio server could not be written
+	// as one line (it holds a line break and is not valid JSON); it was not
+	// sent, and the process is unaffected.
+	ErrInvalidMessage = errors.New("message cannot be sent as one line")
 )
 
 // errNotSent: the process went down before the request was registered, so the

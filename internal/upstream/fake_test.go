@@ -30,7 +30,15 @@ import (
 //	silent       never answers initialize
 //	banner       prints a banner to stdout before anything
 //	ignore-term  ignores SIGTERM (Close must SIGKILL it)
-const fakeModeEnv = "UPSTREAM_FAKE_SERVER"
+//	exit-after-init  answers initialize, then exits 4
+//	exit-on-list     exits 5 when asked tools/list
+//
+// With fakeRecordEnv set to a file name, every line read from stdin is
+// appended to that file as it came.
+const (
+	fakeModeEnv   = "UPSTREAM_FAKE_SERVER"
+	fakeRecordEnv = "UPSTREAM_FAKE_RECORD"
+)
 
 func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(fakeModeEnv); ok {
@@ -101,9 +109,20 @@ func runFake(mode string) int {
 		cancels: map[string]chan string{},
 		waiting: map[string]chan fakeMessage{},
 	}
+	var record *os.File
+	if name := os.Getenv(fakeRecordEnv); name != "" {
+		var err error
+		if record, err = os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "fake server:", err)
+			return 7
+		}
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
+		if record != nil && len(line) > 0 {
+			record.Write(line)
+		}
 		if len(line) > 0 {
 			f.handle(mode, line)
 		}
@@ -150,6 +169,11 @@ func (f *fakeServer) handle(mode string, line []byte) {
 		}
 		json.Unmarshal(m.Params, &p)
 		f.result(m.ID, `{"protocolVersion":"`+p.ProtocolVersion+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1.0.0"},"x-received":`+string(m.Params)+`}`)
+		if mode == "exit-after-init" {
+			os.Exit(4)
+		}
+	case m.Method == "tools/list" && mode == "exit-on-list":
+		os.Exit(5)
 	case m.Method == "notifications/initialized":
 		fmt.Fprintln(os.Stderr, "initialized")
 	case m.Method == "notifications/cancelled":

@@ -9,12 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/httpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -137,15 +135,10 @@ type HTTPOptions struct {
 // owns the shutdown of replaced sessions. Close stops all of them and waits.
 // A call reads its own response stream until the answer.
 type HTTP struct {
-	opts      HTTPOptions
-	log       *slog.Logger
-	client    *http.Client
-	ownClient bool
-	// direct is client's httpc.Transport when client is NewHTTPClient's as
-	// made: requests without userinfo in their URL then go to it without
-	// http.Client.Do, which would copy their headers for redirects it is
-	// told not to follow (see send).
-	direct     *httpc.Transport
+	opts       HTTPOptions
+	log        *slog.Logger
+	client     *http.Client
+	ownClient  bool
 	url        *url.URL
 	urlErr     error
 	headers    http.Header
@@ -154,7 +147,6 @@ type HTTP struct {
 	// at any moment.
 	rootsDeclared bool
 
-	nextID     atomic.Uint64
 	gen        atomic.Uint64
 	sess       atomic.Pointer[session] // the current session, up or down
 	initResult atomic.Pointer[json.RawMessage]
@@ -214,7 +206,6 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		}
 		h.client, h.ownClient = NewHTTPClient(opts.Name, guard), true
 	}
-	h.direct = directTransport(h.client)
 	for k, v := range opts.Headers {
 		h.headers.Set(k, v)
 	}
@@ -263,38 +254,27 @@ func parseServerURL(raw string) (*url.URL, error) {
 // every upstream of the same server (one per downstream client), which then
 // share its connections.
 //
-// Its transport is an [httpc.Transport]: plain http:// requests are written
-// and their responses read on the caller's goroutine, over keep-alive
-// HTTP/1.1, without net/http's two goroutines per connection and the
-// hand-offs between them. https (where HTTP/2 is negotiated) and the rare
-// request httpc leaves go to an http.Transport dialling through the same
-// guard.
+// Its transport is net/http's, dialling through guard; https negotiates
+// HTTP/2 where the server offers it.
 func NewHTTPClient(server string, guard *netguard.Policy) *http.Client {
 	if guard == nil {
 		guard = &netguard.Policy{}
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	dial := guard.DialContext(server, dialer)
 	// One client serves every session of a server, so every idle connection
 	// is to the same host: keep as many as the calls that were in flight at
 	// once, or each burst past the limit ends in closing connections and
 	// dialling new ones.
-	const maxIdle, idleTimeout = 128, 90 * time.Second
-	fallback := &http.Transport{
-		DialContext:           dial,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          maxIdle,
-		MaxIdleConnsPerHost:   maxIdle,
-		IdleConnTimeout:       idleTimeout,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
+	const maxIdle = 128
 	return &http.Client{
-		Transport: &httpc.Transport{
-			Dial:                dial,
-			Fallback:            fallback,
-			MaxIdleConnsPerHost: maxIdle,
-			IdleConnTimeout:     idleTimeout,
+		Transport: &http.Transport{
+			DialContext:           guard.DialContext(server, dialer),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          maxIdle,
+			MaxIdleConnsPerHost:   maxIdle,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
 		},
 		CheckRedirect: keepRedirect,
 	}
@@ -303,19 +283,6 @@ func NewHTTPClient(server string, guard *netguard.Policy) *http.Client {
 // keepRedirect is the CheckRedirect of NewHTTPClient's clients: a redirect
 // is returned as it is (checkStatus says it is one), never followed.
 func keepRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// directTransport returns c's transport when c is one of NewHTTPClient's,
-// unchanged (no cookie jar, no timeout, redirects kept): sending a request
-// with it is then what c.Do does, less the work c.Do does for redirects
-// and cookies. Otherwise nil: requests go through c.Do.
-func directTransport(c *http.Client) *httpc.Transport {
-	t, ok := c.Transport.(*httpc.Transport)
-	if !ok || c.Jar != nil || c.Timeout != 0 || c.CheckRedirect == nil ||
-		reflect.ValueOf(c.CheckRedirect).Pointer() != reflect.ValueOf(keepRedirect).Pointer() {
-		return nil
-	}
-	return t
-}
 
 // Name returns the server's name.
 func (h *HTTP) Name() string { return h.opts.Name }
@@ -627,14 +594,7 @@ func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage
 	return nil, wire.Errorf(wire.CodeMethodNotFound, "the gateway does not serve %s requests from mcp server %q", method, h.opts.Name)
 }
 
-// send sends one request of a session: through the client's transport
-// directly when it is NewHTTPClient's and the URL carries no userinfo
-// (http.Client turns that into an Authorization header), through the
-// client otherwise. Errors are the same but for the *url.Error around the
-// client's, which netError removes anyway.
+// send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
-	if h.direct != nil && req.URL.User == nil {
-		return h.direct.RoundTrip(req)
-	}
 	return h.client.Do(req)
 }

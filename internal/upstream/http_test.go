@@ -775,6 +775,7 @@ func TestRemoteStatelessServer(t *testing.T) {
 // status, content type and body.
 func fakeStreamable(t *testing.T, answer func(id json.RawMessage, method string, session string) (int, string, string)) string {
 	t.Helper()
+	var sessions atomic.Int64 // the n-th session is "s-<n>"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
@@ -793,7 +794,7 @@ func fakeStreamable(t *testing.T, answer func(id json.RawMessage, method string,
 			return
 		}
 		if msg.Method == "initialize" {
-			w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s-%s", msg.ID))
+			w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s-%d", sessions.Add(1)))
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}`, msg.ID)
 			return

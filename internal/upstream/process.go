@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/rawio"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -52,21 +50,15 @@ type process struct {
 	stdin          *os.File
 	stdout, stderr *os.File
 
-	// wsem is the writer lock on stdin; whoever holds it owns wbuf and the
-	// state of tryWrite.
+	// wsem is the writer lock on stdin; whoever holds it owns wbuf.
 	wsem chan struct{}
 	wbuf []byte
-	// rawStdin and tryWrite write without waiting: what fits in the pipe
-	// goes at once, with no timer or context hook armed for the write.
-	rawStdin syscall.RawConn // nil: every write takes the waiting path
-	tryWrite func(fd uintptr) bool
-	wdone    int   // bytes of wbuf tryWrite has written
-	werr     error // the error that stopped tryWrite
 	// dmu and wseq make a stale ctx interrupt unable to hit a later write.
 	dmu  sync.Mutex
 	wseq uint64
 
 	mu       sync.Mutex
+	ids      idSource                           // request ids, drawn under mu
 	pending  map[uint64]*pendingCall            // calls waiting for a response; nil once failed
 	incoming map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
 	cause    *failure                           // why it went down; set once
@@ -82,7 +74,6 @@ type process struct {
 	graceful    atomic.Bool     // a graceful terminate owns the group's SIGKILL
 
 	tail       ring
-	pidfd      *os.File      // the child's, for awaitExit; nil without pidfds
 	exited     chan struct{} // closed when the child has been reaped
 	stdoutDone chan struct{}
 	stderrDone chan struct{}
@@ -149,11 +140,11 @@ func (s *Stdio) exec() (*process, error) {
 		s:          s,
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
-		pidfd:      watchExit(cmd.Process.Pid),
 		stdin:      files[1],
 		stdout:     files[2],
 		stderr:     files[4],
 		wsem:       make(chan struct{}, 1),
+		ids:        newIDSource(),
 		pending:    make(map[uint64]*pendingCall),
 		incoming:   make(map[string]context.CancelCauseFunc),
 		down:       make(chan struct{}),
@@ -161,9 +152,6 @@ func (s *Stdio) exec() (*process, error) {
 		stdoutDone: make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
-	}
-	if rc := rawio.RawConn(p.stdin); rc != nil {
-		p.rawStdin, p.tryWrite = rc, p.writeNoWait
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.readStdout()
@@ -205,7 +193,6 @@ func lookPath(name string, env []string) (string, error) {
 // call sends one request and waits for its response. Its errors are
 // errNotSent, a *failure, or ctx.Err().
 func (p *process) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
-	id := p.s.nextID.Add(1)
 	c := pendingPool.Get().(*pendingCall)
 	p.mu.Lock()
 	if p.pending == nil || p.cause != nil {
@@ -213,11 +200,17 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 		pendingPool.Put(c)
 		return Response{}, errNotSent
 	}
+	id := p.ids.next(p.isPending)
 	p.pending[id] = c
 	p.mu.Unlock()
 
 	sent, err := p.writeRequest(ctx, id, method, params)
 	sent = sent && method != "initialize" // which a client must not cancel
+	if errors.Is(err, ErrInvalidMessage) {
+		p.forget(id) // never written
+		pendingPool.Put(c)
+		return Response{}, err
+	}
 	if err != nil && err != errNotSent {
 		return p.abandon(ctx, id, c, sent)
 	}
@@ -252,6 +245,12 @@ func (p *process) abandon(ctx context.Context, id uint64, c *pendingCall, sent b
 		p.goBackground(func() { p.sendCancelled(id, reason) })
 	}
 	return Response{}, ctx.Err()
+}
+
+// isPending reports whether id is a pending call's; p.mu is held.
+func (p *process) isPending(id uint64) bool {
+	_, ok := p.pending[id]
+	return ok
 }
 
 func (p *process) forget(id uint64) bool {
@@ -321,46 +320,35 @@ func (p *process) release() {
 	<-p.wsem
 }
 
-// flush writes wbuf and a newline to stdin and releases the writer lock.
-// A ctx that ends during the write interrupts it: if nothing was written the
-// call returns (false, ctx.Err()); if part was, the rest is written in the
-// background, so the stream stays well formed, and it returns (true,
-// ctx.Err()). Any other write error means the server stopped reading its
-// stdin: the process is stopped and flush returns errNotSent.
-//
-// Most messages fit in the pipe at once: they are written without arming
-// anything; only a write that would wait hooks ctx to interrupt it.
+// flush writes wbuf, as one line (wire.OneLine), and a newline to stdin and
+// releases the writer lock. A message that cannot be made one line (a line
+// break in what is not valid JSON) is not written: flush returns an error
+// wrapping ErrInvalidMessage. A ctx that ends during the write interrupts
+// it: if nothing was written the call returns (false, ctx.Err()); if part
+// was, the rest is written in the background, so the stream stays well
+// formed, and it returns (true, ctx.Err()). Any other write error means the
+// server stopped reading its stdin: the process is stopped and flush
+// returns errNotSent.
 func (p *process) flush(ctx context.Context) (sent bool, err error) {
+	line, err := wire.OneLine(p.wbuf)
+	if err != nil {
+		p.release()
+		return false, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+	}
+	if len(line) != len(p.wbuf) { // compacted: a copy
+		p.wbuf = append(p.wbuf[:0], line...)
+	}
 	p.wbuf = append(p.wbuf, '\n')
 	if err := ctx.Err(); err != nil {
 		p.release()
 		return false, err
-	}
-	written := 0
-	if p.rawStdin != nil {
-		p.wdone, p.werr = 0, nil
-		if err := p.rawStdin.Write(p.tryWrite); err != nil && p.werr == nil {
-			p.werr = err
-		}
-		written = p.wdone
-		switch {
-		case p.werr != nil:
-			werr := p.werr
-			p.release()
-			p.writeFailed(werr)
-			return false, errNotSent
-		case written == len(p.wbuf):
-			p.release()
-			return true, nil
-		}
 	}
 	var stop func() bool
 	if ctx.Done() != nil {
 		seq := p.wseq
 		stop = context.AfterFunc(ctx, func() { p.interruptWrite(seq) })
 	}
-	n, werr := p.stdin.Write(p.wbuf[written:])
-	n += written
+	n, werr := p.stdin.Write(p.wbuf)
 	if stop != nil && !stop() {
 		p.resetWriteDeadline()
 	}
@@ -390,28 +378,6 @@ func (p *process) flush(ctx context.Context) (sent bool, err error) {
 	}
 }
 
-// writeNoWait is tryWrite: it writes what it can of wbuf[wdone:] to the
-// stdin descriptor and never waits; a full pipe leaves the rest to flush.
-func (p *process) writeNoWait(fd uintptr) bool {
-	for p.wdone < len(p.wbuf) {
-		n, errno := rawio.WriteFD(fd, p.wbuf[p.wdone:])
-		if n > 0 {
-			p.wdone += n
-		}
-		switch {
-		case errno == syscall.EINTR:
-		case errno == syscall.EAGAIN:
-			return true
-		case errno != 0:
-			p.werr = &os.PathError{Op: "write", Path: p.stdin.Name(), Err: errno} // as os.File.Write says it
-			return true
-		case n <= 0:
-			return true
-		}
-	}
-	return true
-}
-
 func (p *process) interruptWrite(seq uint64) {
 	p.dmu.Lock()
 	if p.wseq == seq {
@@ -427,9 +393,20 @@ func (p *process) resetWriteDeadline() {
 	p.dmu.Unlock()
 }
 
+// writeFailed handles a failed write to stdin. A server that has exited
+// fails the write too (a broken pipe): then its exit is what happened, and
+// wait reports it; the failure is the server's closing of its stdin only
+// if it is still running after eofGrace.
 func (p *process) writeFailed(err error) {
 	if p.isDown.Load() {
 		return // stdin was closed because it went down
+	}
+	t := time.NewTimer(eofGrace)
+	defer t.Stop()
+	select {
+	case <-p.down: // exited, or stopped for another reason
+		return
+	case <-t.C:
 	}
 	f := &failure{kind: ErrProtocol, event: "stopped reading its stdin", detail: err.Error(), cause: err}
 	if p.stop(f) {
@@ -454,11 +431,7 @@ func (p *process) goBackground(f func()) bool {
 // the server writes something that is not JSON-RPC.
 func (p *process) readStdout() {
 	defer close(p.stdoutDone)
-	var stdout io.Reader = p.stdout
-	if r := rawio.NewReader(p.stdout); r != nil {
-		stdout = r
-	}
-	br := bufio.NewReaderSize(stdout, stdoutReadSize)
+	br := bufio.NewReaderSize(p.stdout, stdoutReadSize)
 	limit := p.s.opts.MaxMessageBytes
 	var long []byte // a line longer than the reader's buffer, being assembled
 	for {
@@ -524,7 +497,7 @@ func (p *process) deliver(msg *wire.Message) {
 	if c == nil {
 		// Most often the late answer to a call whose caller gave up.
 		level := slog.LevelDebug
-		if !ok || id > p.s.nextID.Load() {
+		if !ok {
 			level = slog.LevelWarn
 		}
 		p.s.log.Log(context.Background(), level, fmt.Sprintf("mcp server %q answered an unknown request id; ignored", p.s.opts.Name), "id", string(msg.ID))
@@ -593,6 +566,10 @@ func (p *process) serveRequest(msg wire.Message) {
 			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, rpcErr)
 		} else {
 			p.wbuf = wire.AppendResult(p.wbuf[:0], msg.ID, result)
+		}
+		if _, err := wire.OneLine(p.wbuf); err != nil {
+			p.s.log.Warn(fmt.Sprintf("mcp server %q: the answer to its %s request is not valid JSON; sending an error instead", p.s.opts.Name, msg.Method), "err", err)
+			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, wire.Errorf(wire.CodeInternalError, "the gateway could not send the answer to %s as one JSON-RPC message", msg.Method))
 		}
 		p.flush(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
 	})
@@ -687,13 +664,11 @@ func (p *process) signal(sig syscall.Signal) {
 	syscall.Kill(-p.pid, sig) //nolint:errcheck // ESRCH: the group is gone already
 }
 
-// wait reaps the child, then stops everything that served it.
+// wait reaps the child, then stops everything that served it. cmd.Wait
+// waits on the child's pidfd where the kernel has them (os.Process), which
+// sees an exit that came before the wait began as surely as a later one.
 func (p *process) wait() {
-	awaitExit(p.pidfd)
 	err := p.cmd.Wait()
-	if p.pidfd != nil {
-		p.pidfd.Close()
-	}
 	detail := "exit status 0"
 	if err != nil {
 		detail = err.Error()

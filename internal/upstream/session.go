@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/httpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -57,6 +56,7 @@ type session struct {
 	jsonAnswers bool
 
 	mu      sync.Mutex
+	ids     idSource                       // request ids, drawn under mu
 	id      string                         // Mcp-Session-Id
 	version string                         // the negotiated version, sent as MCP-Protocol-Version once known
 	hdr     atomic.Pointer[sessionHeaders] // nil: to be prepared again (id or version changed)
@@ -74,8 +74,7 @@ type session struct {
 // remoteCall is a call waiting for its response.
 type remoteCall struct {
 	method string
-	ch     chan callOutcome   // buffered: one outcome
-	cancel context.CancelFunc // ends its request when the session stops; nil: s.ctx does
+	ch     chan callOutcome // buffered: one outcome
 }
 
 type callOutcome struct {
@@ -101,6 +100,7 @@ func newSession(h *HTTP, sse bool, endpoint *url.URL) *session {
 		h:        h,
 		sse:      sse,
 		endpoint: endpoint,
+		ids:      newIDSource(),
 		pending:  make(map[uint64]*remoteCall),
 		incoming: make(map[string]context.CancelCauseFunc),
 	}
@@ -147,42 +147,33 @@ func (s *session) initialize(ctx context.Context) error {
 // complete messages, except errNotSent and errSessionExpired (the request
 // was not processed; HTTP retries on a new session) and ctx's.
 func (s *session) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
-	id := s.h.nextID.Add(1)
 	c := &remoteCall{method: method, ch: make(chan callOutcome, 1)}
 
 	// The request and its response stream end when ctx ends before the
 	// answer, or when the session goes down.
-	var reqCtx context.Context
-	var cancelReq context.CancelFunc
+	//
+	// A response stream outlives the call: once the answer is in, its
+	// reader reads it to its end, so that its connection goes back to the
+	// pool instead of being dropped under the read (which a context derived
+	// from ctx, ended by the caller as soon as Call returns, would do). So
+	// the request's context derives from the session's, carries none of
+	// ctx's values, and is cancelled when ctx ends.
 	handedOff := false // the response stream's reader owns cancelReq
-	if s.releasesStreams() {
-		// httpc's response streams are read until the answer and their rest
-		// left to the connection (body.Release): the request ends within the
-		// call, and derives from ctx. stop cancels it through c.cancel.
-		reqCtx, cancelReq = context.WithCancel(ctx)
-		c.cancel = cancelReq
-		defer cancelReq()
-	} else {
-		// A response stream outlives the call: once the answer is in, its
-		// reader reads it to its end, so that its connection goes back to
-		// the pool instead of being dropped under the read (which a context
-		// derived from ctx, ended by the caller as soon as Call returns,
-		// would do). The request carries none of ctx's values.
-		reqCtx, cancelReq = context.WithCancel(s.ctx)
-		stopWatching := context.AfterFunc(ctx, cancelReq)
-		defer func() {
-			stopWatching()
-			if !handedOff {
-				cancelReq()
-			}
-		}()
-	}
+	reqCtx, cancelReq := context.WithCancel(s.ctx)
+	stopWatching := context.AfterFunc(ctx, cancelReq)
+	defer func() {
+		stopWatching()
+		if !handedOff {
+			cancelReq()
+		}
+	}()
 
 	s.mu.Lock()
 	if s.end != nil {
 		s.mu.Unlock()
 		return Response{}, errNotSent
 	}
+	id := s.ids.next(s.isPending)
 	s.pending[id] = c
 	s.mu.Unlock()
 
@@ -247,6 +238,12 @@ func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (Respon
 	return Response{}, ctx.Err()
 }
 
+// isPending reports whether id is a pending call's; s.mu is held.
+func (s *session) isPending(id uint64) bool {
+	_, ok := s.pending[id]
+	return ok
+}
+
 func (s *session) forget(id uint64) bool {
 	s.mu.Lock()
 	_, ok := s.pending[id]
@@ -300,9 +297,8 @@ func (s *session) sendCancelled(id uint64, reason string) {
 // exchange POSTs a request over streamable HTTP and handles the answer: a
 // JSON body is delivered at once; an event stream is read until the
 // response arrives (on the caller's goroutine: no hand-off to another), then
-// released to its connection's next request (httpc) or read to its end in
-// the background. handedOff says that background reader was started: it
-// calls cancel when it is done.
+// read to its end in the background. handedOff says that background reader
+// was started: it calls cancel when it is done.
 func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte) (handedOff bool, err error) {
 	resp, err := s.do(ctx, http.MethodPost, body, "")
 	if err != nil {
@@ -324,10 +320,6 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 	case ct == "text/event-stream":
 		rest := s.readResponseStream(ctx, resp, id, method)
 		if rest == nil {
-			return false, nil
-		}
-		if r, ok := rest.(releaser); ok {
-			r.Release() // the connection's next request reads the rest
 			return false, nil
 		}
 		if !s.goBackground(func() {
@@ -361,16 +353,6 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with Content-Type %q; want application/json or text/event-stream", s.name(), method, ct)
 	}
 }
-
-// releasesStreams says the session's calls are sent by httpc itself, with
-// its prepared head, and their response bodies are releasers: streamable
-// HTTP to a plain http:// URL through NewHTTPClient's transport.
-func (s *session) releasesStreams() bool { return s.headers().prepared != nil }
-
-// releaser is a response body of internal/httpc, whose rest (the end of an
-// event stream after the response) can be left for its connection's next
-// request to read, instead of a goroutine waiting for it.
-type releaser interface{ Release() }
 
 // readResponseStream reads a call's event stream until its response
 // arrives, and returns the body left to read then (nil when the stream
@@ -523,7 +505,7 @@ func (s *session) deliver(msg *wire.Message) uint64 {
 	if !ok || !s.resolve(id, r) {
 		// Most often the late answer to a call whose caller gave up.
 		level := slog.LevelDebug
-		if !ok || id > s.h.nextID.Load() {
+		if !ok {
 			level = slog.LevelWarn
 		}
 		s.h.log.Log(context.Background(), level, fmt.Sprintf("mcp server %q answered an unknown request id; ignored", s.name()), "id", string(msg.ID))
@@ -621,9 +603,6 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		target = s.endpoint
 	}
 	hs := s.headers()
-	if method == http.MethodPost && hs.prepared != nil && target == s.h.url {
-		return s.h.direct.Send(ctx, hs.prepared, body)
-	}
 	var header http.Header
 	switch {
 	case method == http.MethodPost:
@@ -635,6 +614,9 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		header.Set("Last-Event-ID", lastEventID)
 	default:
 		header = hs.base
+	}
+	if s.h.client.Jar != nil {
+		header = header.Clone() // the client adds the jar's cookies to it
 	}
 	req := http.Request{
 		Method:     method,
@@ -671,9 +653,6 @@ type sessionHeaders struct {
 	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
 	post http.Header // base, Content-Type and Accept of a POSTed message
 	get  http.Header // base, Accept and Cache-Control of a stream
-	// prepared is post encoded once for httpc (see releasesStreams), which
-	// then sends each message without an http.Request; nil otherwise.
-	prepared *httpc.Prepared
 }
 
 // headers returns the session's prepared headers.
@@ -708,9 +687,6 @@ func (s *session) headers() *sessionHeaders {
 	hs.post.Set("Accept", acceptPOST)
 	hs.get.Set("Accept", acceptSSE)
 	hs.get.Set("Cache-Control", "no-cache")
-	if !s.sse && s.h.direct != nil && s.h.url.Scheme == "http" && s.h.url.User == nil {
-		hs.prepared = httpc.Prepare(http.MethodPost, s.h.url, hs.post)
-	}
 	s.hdr.Store(hs)
 	return hs
 }
@@ -834,9 +810,6 @@ func (s *session) stop(end *sessionEnd) bool {
 	s.mu.Unlock()
 	s.cancel()
 	for _, c := range pending {
-		if c.cancel != nil {
-			c.cancel()
-		}
 		c.ch <- callOutcome{err: s.endError(c.method)}
 	}
 	return wasUp

@@ -98,8 +98,7 @@ type Stdio struct {
 	log        *slog.Logger
 	initParams json.RawMessage
 
-	nextID atomic.Uint64
-	gen    atomic.Uint64
+	gen atomic.Uint64
 	// proc is the last initialized process; calls go to it while it is up.
 	proc atomic.Pointer[process]
 
@@ -227,6 +226,8 @@ func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage)
 			continue // it died between our look and our request: nothing was sent, try a fresh one
 		case err == errNotSent:
 			return nil, &serverError{server: s.opts.Name, phase: phaseNotSent, f: p.finalFailure()}
+		case errors.Is(err, ErrInvalidMessage):
+			return nil, fmt.Errorf("mcp server %q: %s not sent: %w; its params must be valid JSON", s.opts.Name, method, err)
 		}
 		var f *failure
 		if errors.As(err, &f) {

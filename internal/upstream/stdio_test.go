@@ -833,3 +833,49 @@ func BenchmarkCall(b *testing.B) {
 		})
 	}
 }
+
+// A client's params may hold CR and LF between tokens (JSON allows it); they
+// reach a stdio server as one line, compacted, never as several messages.
+// A message that cannot be made one line is refused without touching the
+// process.
+func TestMessagesReachTheServerAsOneLine(t *testing.T) {
+	ctx := testContext(t)
+	record := t.TempDir() + "/stdin"
+	fx := newFake(t, "normal", func(o *upstream.StdioOptions) {
+		o.Env = append(o.Env, fakeRecordEnv+"="+record)
+	})
+	params := json.RawMessage("{\"name\":\"echo\",\r\n  \"arguments\": {\n\t\"text\": \"a\\nb\"\r}\n}")
+	resp, err := fx.s.Call(ctx, "tools/call", params)
+	if err != nil {
+		t.Fatalf("call with line breaks between tokens: %v", err)
+	}
+	compact := `{"name":"echo","arguments":{"text":"a\nb"}}`
+	if !bytes.Contains(resp.Result, []byte(`"received" : `+compact)) {
+		t.Errorf("the server received other params: %s", resp.Result)
+	}
+	data, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasSuffix(line, "\n") || strings.Contains(strings.TrimSuffix(line, "\n"), "\r") {
+			t.Errorf("a line with a CR or without its LF reached the server: %q", line)
+		}
+		if strings.Contains(line, `"tools/call"`) {
+			calls = append(calls, line)
+		}
+	}
+	if len(calls) != 1 || !strings.Contains(calls[0], `"params":`+compact+`}`) {
+		t.Errorf("the server's stdin lines with tools/call: %q; want one holding %s", calls, compact)
+	}
+
+	_, err = fx.s.Call(ctx, "tools/call", json.RawMessage("{\"name\":\n\"echo\""))
+	if !errors.Is(err, upstream.ErrInvalidMessage) || !strings.Contains(err.Error(), `mcp server "fake": tools/call not sent`) {
+		t.Errorf("call with a line break in invalid JSON: %v; want ErrInvalidMessage naming the server", err)
+	}
+	mustCall(t, ctx, fx.s, "echo", `{}`) // the process is unharmed
+	if got := fx.s.Generation(); got != 1 {
+		t.Errorf("Generation = %d: the process was restarted", got)
+	}
+}

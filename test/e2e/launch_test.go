@@ -454,10 +454,9 @@ func TestHTTPFront(t *testing.T) {
 			t.Errorf("status %d body %s", resp.StatusCode, body)
 		}
 	})
-	// POST /mcp with a Content-Length is answered by the gateway's own
-	// HTTP/1.1 server; a chunked body, GET /health and what follows them on
-	// the same connection by net/http (internal/httpd). One connection
-	// carries all of them, pipelined, and every answer is right.
+	// Calls with a Content-Length, a chunked call, GET /health and calls
+	// after them: one keep-alive connection carries all of them, pipelined,
+	// and every answer is right.
 	t.Run("one connection: calls, a chunked call, health, calls", func(t *testing.T) {
 		c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(g.url, "/mcp"), "http://"))
 		if err != nil {

@@ -1,0 +1,158 @@
+package main
+
+// The isolation phase: one client's echo calls, measured without and then
+// with a second client whose call streams many progress notifications it
+// never reads. What the gateway does for one client must not hold another:
+// the calls' latency, and their errors, should not change.
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// isolationResult is what the phase measured, pooled over rounds.
+type isolationResult struct {
+	target        string
+	notifications int // asked of the stalled call, per round
+	calls         int // echo calls per measure and round
+	rounds        int
+	without, with []time.Duration // latencies, sorted
+	errorsWithout int
+	errorsWith    int
+	firstErr      error
+}
+
+// stalledMessage is the length of each progress notification's message:
+// with it, the notifications outgrow what the kernel's socket buffers can
+// hold (20 000 of them are about 20 MiB), so they back up into the gateway.
+const stalledMessage = 1000
+
+// isolationLimit bounds each measure: a gateway held by the stalled client
+// shows as errors, not as a benchmark that never ends.
+const isolationLimit = 60 * time.Second
+
+func (b *bench) isolation() {
+	progress("\n== isolation: echo calls beside a client that never reads its stream ==")
+	config := fmt.Sprintf(`{"echo":{"runCmd":"exec '%s' -progress"}}`, b.echo)
+	gw, err := b.startGateway(config, 2)
+	if err != nil {
+		b.fail("isolation: %v", err)
+		return
+	}
+	defer gw.stop()
+	t := gw.target(targetGatewayIO, eraLegacy)
+	res := &isolationResult{target: targetGatewayIO, notifications: b.opts.isolationNotifications, calls: b.opts.isolationCalls, rounds: b.opts.rounds}
+	for round := range b.opts.rounds {
+		sessions, err := openSessions(t, 1, time.Now().Add(30*time.Second))
+		if err != nil {
+			b.fail("isolation: opening the measuring client's session: %v", err)
+			return
+		}
+		without := load(t, sessions, 1, res.calls, isolationLimit)
+		stalled, err := startStalled(t, res.notifications)
+		if err != nil {
+			b.fail("isolation: starting the stalled client: %v", err)
+			return
+		}
+		with := load(t, sessions, 1, res.calls, isolationLimit)
+		stalled.Close()
+		_ = closeSessions(t, sessions, time.Now().Add(10*time.Second))
+
+		res.without = append(res.without, without.lat...)
+		res.with = append(res.with, with.lat...)
+		res.errorsWithout += without.errors
+		res.errorsWith += with.errors
+		for _, r := range []*runResult{without, with} {
+			if res.firstErr == nil && r.firstErr != nil {
+				res.firstErr = r.firstErr
+			}
+		}
+		progress("round %d: p99 %s ms without, %s ms with the stalled client; errors %d, %d",
+			round+1, msf(percentile(without.lat, 0.99)), msf(percentile(with.lat, 0.99)), without.errors, with.errors)
+	}
+	slices.Sort(res.without)
+	slices.Sort(res.with)
+	b.report.isolation = res
+}
+
+// startStalled opens a session on a connection of its own and calls the
+// progress tool for count notifications with a progress token, then stops
+// reading once the answer has begun (its status line): everything after
+// backs up into the gateway. Its receive buffer is made small, so the
+// notifications cannot all wait in the kernel instead.
+func startStalled(t *target, count int) (*httpConn, error) {
+	c, err := dial(&t.ep, time.Now().Add(10*time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	s, err := openSession(c, t.era)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4 << 10)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"count":` +
+		strconv.Itoa(count) + `,"message":` + strconv.Itoa(stalledMessage) + `},"_meta":{"progressToken":"stalled"}}}`
+	if err := c.send("POST", s.callHeaders, []byte(body)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("waiting for the progress call's answer to begin: %w", err)
+	}
+	if !strings.HasPrefix(string(line), "HTTP/1.1 200") {
+		c.Close()
+		return nil, fmt.Errorf("the progress call was answered %q", strings.TrimSpace(string(line)))
+	}
+	return c, nil
+}
+
+func (r *report) writeIsolation(b *strings.Builder) {
+	x := r.isolation
+	if x == nil {
+		return
+	}
+	b.WriteString("### Isolation: a client that never reads its stream\n\n")
+	fmt.Fprintf(b, "One client calls echo through **%s**, %d calls one at a time, first alone, then while a second client "+
+		"(its own session and connection, a 4 KiB receive buffer) has called the echo server's progress tool for %d progress "+
+		"notifications of about 1 KB each and reads nothing after the status line; %d round(s), latencies pooled. The server is shared, as a "+
+		"stdio server is.\n\n", x.target, x.calls, x.notifications, x.rounds)
+	b.WriteString("| | without the stalled client | with it | with ÷ without |\n|---|---:|---:|---:|\n")
+	ratio := func(with, without time.Duration) string {
+		if without <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", float64(with)/float64(without))
+	}
+	for _, p := range []struct {
+		name string
+		q    float64
+	}{{"p50 ms", 0.5}, {"p99 ms", 0.99}} {
+		w, wo := percentile(x.with, p.q), percentile(x.without, p.q)
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", p.name, msf(wo), msf(w), ratio(w, wo))
+	}
+	fmt.Fprintf(b, "| errors | %d | %d | |\n\n", x.errorsWithout, x.errorsWith)
+	if x.firstErr != nil {
+		fmt.Fprintf(b, "First error: `%s`\n\n", firstLine(x.firstErr.Error()))
+	}
+}
+
+// isolationGoal is the goals table's row: p99 with the stalled client
+// within 1.5× of without, and no errors.
+func (x *isolationResult) goal() (measured string, met bool) {
+	w, wo := percentile(x.with, 0.99), percentile(x.without, 0.99)
+	ratio := 0.0
+	if wo > 0 {
+		ratio = float64(w) / float64(wo)
+	}
+	return fmt.Sprintf("p99 %s vs %s ms (%.2f×), errors %d", msf(w), msf(wo), ratio, x.errorsWithout+x.errorsWith),
+		wo > 0 && len(x.with) > 0 && ratio <= 1.5 && x.errorsWithout+x.errorsWith == 0
+}
