@@ -97,7 +97,11 @@ func (c *stdioConn) reply(id json.RawMessage, r gateway.Reply) {
 func (c *stdioConn) handle(ctx context.Context, line []byte) {
 	m, err := wire.Parse(line)
 	if err != nil {
-		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(wire.CodeParseError, "malformed JSON-RPC message: %v", err)))
+		code := wire.CodeInvalidRequest // valid JSON, but no JSON-RPC message
+		if errors.Is(err, wire.ErrNotJSON) {
+			code = wire.CodeParseError
+		}
+		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(int64(code), "malformed JSON-RPC message: %v", err)))
 		return
 	}
 	modern := wire.Get(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion) != nil

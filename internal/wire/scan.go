@@ -2,8 +2,8 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
+	"math"
 )
 
 // A minimal JSON scanner for the hot path: it finds the top-level members of
@@ -206,86 +206,148 @@ func (it *members) next() bool {
 	return true
 }
 
-// maxValidDepth is the nesting valid checks itself; deeper values (which
-// MCP messages never are) go to json.Valid.
-const maxValidDepth = 64
+// maxDepth is the deepest nesting check accepts: encoding/json's own limit,
+// so that check and json.Valid agree. The scan keeps its own stack, not Go's:
+// any depth costs a few bytes a level, never a stack overflow.
+const maxDepth = 10000
 
-// valid reports whether b is exactly one JSON value, as json.Valid does
-// (fuzzed against it), in a single pass that allocates nothing: several
-// times faster on the small messages of a call.
+// maxLinearNames is how many names of one object check compares one by one;
+// an object with more (or with an escaped name) gets a set of its names.
+const maxLinearNames = 16
+
+// frame is an object or array open around the scan.
+type frame struct {
+	open  byte  // '{' or '['
+	set   bool  // the object's names are in checker.sets[depth]
+	names int32 // the object's first name in checker.names
+}
+
+// nameSpan is a member name in the message, quotes included.
+type nameSpan struct{ start, end int32 }
+
+// valid reports whether b is exactly one JSON value, as json.Valid does.
 func valid(b []byte) bool {
-	var stack [maxValidDepth]byte // the open '{' and '['
-	depth := 0
+	_, ok := check(b)
+	return ok
+}
+
+// check reports whether b is exactly one JSON value, as json.Valid does
+// (fuzzed against it), and where the first member name is that repeats an
+// earlier name of its object (compared decoded: "n\u0061me" is "name"), or
+// -1. JSON parsers disagree on a repeated name (most keep the last, some the
+// first, the gateway's scanner finds the first), so a message holding one
+// can mean one thing to the gateway and another to a server: Parse refuses
+// it. One pass that allocates nothing for an ordinary message: several
+// times faster than json.Valid on the small messages of a call.
+func check(b []byte) (dup int, ok bool) {
+	if len(b) > math.MaxInt32 {
+		return -1, false
+	}
+	// The open objects and arrays, and the names of the open objects: on
+	// this stack unless the message is deep or has many names.
+	var stackBuf [64]frame
+	var namesBuf [32]nameSpan
+	stack, names := stackBuf[:0], namesBuf[:0]
+	var sets []map[string]struct{} // by depth, for objects with a set
+	dup = -1
+	// name checks a member's name and its colon at b[i], notes the name in
+	// the innermost object, and returns the index of its value, or -1.
+	name := func(i int) int {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		end := validString(b, i)
+		if end < 0 {
+			return -1
+		}
+		if dup < 0 {
+			var repeated bool
+			names, sets, repeated = note(b, i, end, &stack[len(stack)-1], len(stack)-1, names, sets)
+			if repeated {
+				dup = i
+			}
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		return skipSpace(b, i+1)
+	}
 	i := skipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false
+			return dup, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
-			if depth == maxValidDepth {
-				return json.Valid(b)
+			if len(stack) == maxDepth {
+				return dup, false
 			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				i++
 				break
 			}
-			stack[depth] = c
-			depth++
+			stack = append(stack, frame{open: c, names: int32(len(names))})
 			if c == '{' {
-				if i = validKey(b, i); i < 0 {
-					return false
+				if i = name(i); i < 0 {
+					return dup, false
 				}
 			}
 			continue
 		case c == '"':
 			if i = validString(b, i); i < 0 {
-				return false
+				return dup, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return false
+				return dup, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return false
+				return dup, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return false
+				return dup, false
 			}
 			i += 4
 		default:
 			if i = validNumber(b, i); i < 0 {
-				return false
+				return dup, false
 			}
 		}
 		// After a value: close what it ends, then a comma or the end.
 		for {
 			i = skipSpace(b, i)
-			if depth == 0 {
-				return i == len(b)
+			if len(stack) == 0 {
+				return dup, i == len(b)
 			}
 			if i >= len(b) {
-				return false
+				return dup, false
 			}
-			open := stack[depth-1]
-			if b[i] == open+2 {
-				depth--
+			f := stack[len(stack)-1]
+			if b[i] == f.open+2 {
+				if f.open == '{' {
+					if f.set {
+						clear(sets[len(stack)-1])
+					}
+					names = names[:f.names]
+				}
+				stack = stack[:len(stack)-1]
 				i++
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return dup, false
 			}
 			i = skipSpace(b, i+1)
-			if open == '{' {
-				if i = validKey(b, i); i < 0 {
-					return false
+			if f.open == '{' {
+				if i = name(i); i < 0 {
+					return dup, false
 				}
 			}
 			break
@@ -293,20 +355,43 @@ func valid(b []byte) bool {
 	}
 }
 
-// validKey checks a member's name and its colon at b[i], and returns the
-// index of its value, or -1.
-func validKey(b []byte, i int) int {
-	if i >= len(b) || b[i] != '"' {
-		return -1
+// note records the name b[start:end] (quotes included) of a member of the
+// innermost object f, at depth, and reports whether the object already had
+// it. names holds the names of the open objects, f's last; sets the set of
+// names of objects that have one, by depth.
+func note(b []byte, start, end int, f *frame, depth int, names []nameSpan, sets []map[string]struct{}) ([]nameSpan, []map[string]struct{}, bool) {
+	name := b[start:end]
+	if !f.set {
+		mine := names[f.names:]
+		if len(mine) < maxLinearNames && bytes.IndexByte(name, '\\') < 0 {
+			for _, n := range mine {
+				if int(n.end-n.start) == len(name) && string(b[n.start:n.end]) == string(name) {
+					return names, sets, true
+				}
+			}
+			return append(names, nameSpan{int32(start), int32(end)}), sets, false
+		}
+		// Many names, or an escaped one, compared decoded: the object
+		// changes to a set of its names.
+		for len(sets) <= depth {
+			sets = append(sets, nil)
+		}
+		if sets[depth] == nil {
+			sets[depth] = make(map[string]struct{}, 2*maxLinearNames)
+		}
+		for _, n := range mine {
+			s, _ := unquote(b[n.start:n.end])
+			sets[depth][s] = struct{}{}
+		}
+		names = names[:f.names]
+		f.set = true
 	}
-	if i = validString(b, i); i < 0 {
-		return -1
+	s, _ := unquote(name)
+	if _, seen := sets[depth][s]; seen {
+		return names, sets, true
 	}
-	i = skipSpace(b, i)
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	return skipSpace(b, i+1)
+	sets[depth][s] = struct{}{}
+	return names, sets, false
 }
 
 // validString checks the string at b[i] == '"' and returns the index past
