@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -70,13 +71,20 @@ type stdioConn struct {
 	inflight map[string]context.CancelFunc // modern requests, by id
 }
 
-// write sends one message as one line.
+// write sends one message as one line. A line break in it (white space
+// JSON allows between tokens) would make it several messages to the client:
+// wire.OneLine compacts it; what cannot be compacted is not JSON, and is
+// not sent.
 func (c *stdioConn) write(msg []byte) error {
+	msg, err := wire.OneLine(msg)
+	if err != nil {
+		return fmt.Errorf("stdio front: not sending a message that does not fit on one line: %w", err)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	buf := make([]byte, 0, len(msg)+1)
 	buf = append(append(buf, msg...), '\n')
-	_, err := c.w.Write(buf)
+	_, err = c.w.Write(buf)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,5 +99,37 @@ func TestStdioParseErrors(t *testing.T) {
 	}
 	if lines[3] != `{"jsonrpc":"2.0","id":4,"result":{}}` {
 		t.Errorf("the ping after the errors: %s", lines[3])
+	}
+}
+
+// TestStdioWritesOneLine: whatever the gateway hands the stdio front to
+// send, with line breaks in it, reaches the client as one line.
+func TestStdioWritesOneLine(t *testing.T) {
+	var out bytes.Buffer
+	c := &stdioConn{w: &out}
+	msgs := []string{
+		"{\"jsonrpc\":\"2.0\",\n\"method\":\"notifications/message\",\r\n\"params\":{\"level\":\"info\",\r\"data\":\"a\\nb\"}}",
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
+	}
+	for _, m := range msgs {
+		if err := c.Send([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.reply(json.RawMessage(`1`), gateway.Reply{Result: json.RawMessage("{\n\"content\": [\r\n]}")})
+	c.reply(json.RawMessage(`2`), gateway.Reply{Error: json.RawMessage("{\"code\":\n-1,\"message\":\"m\"}")})
+	want := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a\nb"}}` + "\n" +
+		msgs[1] + "\n" +
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"}}` + "\n"
+	if out.String() != want {
+		t.Errorf("stdio front wrote\n%q\nwant\n%q", out.String(), want)
+	}
+	// A message that cannot be made one line is not written.
+	if err := c.Send([]byte("{\"a\":\n")); err == nil {
+		t.Error("Send of broken JSON with a line break: want an error")
+	}
+	if _, err := io.WriteString(&out, ""); err != nil || strings.Count(out.String(), "\n") != 4 {
+		t.Errorf("something more was written: %q", out.String())
 	}
 }
