@@ -247,3 +247,21 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// TestDeepInputElsewhere: the other readers of raw JSON take 100000 levels
+// without a stack overflow (none of them recurses).
+func TestDeepInputElsewhere(t *testing.T) {
+	deep := []byte(`{"a":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `,"b":1}`)
+	if v := Get(deep, "b"); string(v) != "1" {
+		t.Errorf("Get past a deep member = %s", v)
+	}
+	if out, removed := Delete(deep, "a"); !removed || string(out) != `{"b":1}` {
+		t.Errorf("Delete of a deep member = %.40s, %v", out, removed)
+	}
+	if _, err := OneLine(append([]byte("\n"), deep...)); err == nil {
+		t.Error("OneLine of JSON nested past encoding/json's limit: want an error")
+	}
+	if _, err := Set(deep, "c", json.RawMessage(`2`)); err != nil {
+		t.Errorf("Set beside a deep member: %v", err)
+	}
+}
