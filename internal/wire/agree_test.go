@@ -124,7 +124,8 @@ func decodeAny(b []byte) (any, error) {
 
 // FuzzParseAgrees: for any input, either Parse refuses it, or the envelope
 // and every member the gateway reads mean what encoding/json decodes from
-// the same bytes, and every raw member Parse hands out for forwarding fits
+// the same bytes (into maps, and into structs, whose fields it matches
+// regardless of case), and every raw member Parse hands out for forwarding fits
 // on one line. So no message can mean one thing to the gateway and another
 // to a server or client. Its seeds, in testdata/fuzz/FuzzParseAgrees, are
 // messages of every kind the gateway reads and attempts to make it read
@@ -177,6 +178,7 @@ func FuzzParseAgrees(f *testing.F) {
 				t.Errorf("Parse(%q) accepted the id %s", b, m.ID)
 			}
 		}
+		agreesWithFolding(t, b, m)
 		// What the gateway reads inside them.
 		for _, path := range readPaths {
 			raw, s, isString := gatewayRead(m, path)
@@ -194,6 +196,87 @@ func FuzzParseAgrees(f *testing.F) {
 			}
 		}
 	})
+}
+
+// foldingRead is what a parser that matches names to fields regardless of
+// case (Go's encoding/json into structs, as mcp-go's servers decode) reads
+// of the members the gateway reads in the envelope and params.
+type foldingRead struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  *struct {
+		Name          json.RawMessage `json:"name"`
+		URI           json.RawMessage `json:"uri"`
+		Cursor        json.RawMessage `json:"cursor"`
+		ProgressToken json.RawMessage `json:"progressToken"`
+		RequestState  json.RawMessage `json:"requestState"`
+		Arguments     *struct {
+			Text json.RawMessage `json:"text"`
+		} `json:"arguments"`
+		Ref *struct {
+			Type json.RawMessage `json:"type"`
+			Name json.RawMessage `json:"name"`
+		} `json:"ref"`
+		Meta *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+	Result *struct {
+		NextCursor json.RawMessage `json:"nextCursor"`
+		ResultType json.RawMessage `json:"resultType"`
+	} `json:"result"`
+}
+
+// agreesWithFolding compares what the gateway reads in an accepted message
+// with what a case-insensitive struct decoder reads.
+func agreesWithFolding(t *testing.T, b []byte, m *Message) {
+	t.Helper()
+	var f foldingRead
+	if json.Unmarshal(b, &f) != nil {
+		return // a type the structs do not take (params that is no object...)
+	}
+	same := func(name string, got, want json.RawMessage) {
+		t.Helper()
+		if len(want) == 0 || string(want) == "null" {
+			return // absent, or null, which leaves a field as it was
+		}
+		if got == nil {
+			// Only a differently cased name ("NAME"): the gateway reads no
+			// such member and fails closed (no tool to route to, no
+			// progress token to match) or rebuilds the message without it
+			// (the envelope).
+			return
+		}
+		g, _ := decodeAny(got)
+		w, _ := decodeAny(want)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("Parse(%q): the gateway reads %s = %s, a case-insensitive decoder %s", b, name, got, want)
+		}
+	}
+	same("method", AppendString(nil, m.Method), f.Method)
+	same("id", m.ID, f.ID)
+	if p := f.Params; p != nil {
+		same("params.name", Get(m.Params, "name"), p.Name)
+		same("params.uri", Get(m.Params, "uri"), p.URI)
+		same("params.cursor", Get(m.Params, "cursor"), p.Cursor)
+		same("params.progressToken", Get(m.Params, "progressToken"), p.ProgressToken)
+		same("params.requestState", Get(m.Params, "requestState"), p.RequestState)
+		if p.Arguments != nil {
+			same("params.arguments.text", Get(Get(m.Params, "arguments"), "text"), p.Arguments.Text)
+		}
+		if p.Ref != nil {
+			same("params.ref.type", Get(Get(m.Params, "ref"), "type"), p.Ref.Type)
+			same("params.ref.name", Get(Get(m.Params, "ref"), "name"), p.Ref.Name)
+		}
+		if p.Meta != nil {
+			same("params._meta.progressToken", Get(Get(m.Params, "_meta"), "progressToken"), p.Meta.ProgressToken)
+		}
+	}
+	if r := f.Result; r != nil {
+		same("result.nextCursor", Get(m.Result, "nextCursor"), r.NextCursor)
+		same("result.resultType", Get(m.Result, "resultType"), r.ResultType)
+	}
 }
 
 // sameValue fails unless raw decodes to want.

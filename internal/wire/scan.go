@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A minimal JSON scanner for the hot path: it finds the top-level members of
@@ -227,7 +229,7 @@ type nameSpan struct{ start, end int32 }
 
 // valid reports whether b is exactly one JSON value, as json.Valid does.
 func valid(b []byte) bool {
-	_, ok := check(b)
+	_, _, ok := check(b)
 	return ok
 }
 
@@ -239,16 +241,16 @@ func valid(b []byte) bool {
 // can mean one thing to the gateway and another to a server: Parse refuses
 // it. One pass that allocates nothing for an ordinary message: several
 // times faster than json.Valid on the small messages of a call.
-func check(b []byte) (dup int, ok bool) {
+func check(b []byte) (dup int, caseOnly, ok bool) {
 	if len(b) > math.MaxInt32 {
-		return -1, false
+		return -1, false, false
 	}
 	// The open objects and arrays, and the names of the open objects: on
 	// this stack unless the message is deep or has many names.
 	var stackBuf [64]frame
 	var namesBuf [32]nameSpan
 	stack, names := stackBuf[:0], namesBuf[:0]
-	var sets []map[string]struct{} // by depth, for objects with a set
+	var sets []nameSet // by depth, for objects with a set
 	dup = -1
 	// name checks a member's name and its colon at b[i], notes the name in
 	// the innermost object, and returns the index of its value, or -1.
@@ -261,10 +263,10 @@ func check(b []byte) (dup int, ok bool) {
 			return -1
 		}
 		if dup < 0 {
-			var repeated bool
-			names, sets, repeated = note(b, i, end, &stack[len(stack)-1], len(stack)-1, names, sets)
-			if repeated {
-				dup = i
+			var r repetition
+			names, sets, r = note(b, i, end, &stack[len(stack)-1], len(stack)-1, names, sets)
+			if r != noRepetition {
+				dup, caseOnly = i, r == repeatedButForCase
 			}
 		}
 		i = skipSpace(b, end)
@@ -277,12 +279,12 @@ func check(b []byte) (dup int, ok bool) {
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return dup, false
+			return dup, caseOnly, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) == maxDepth {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
@@ -292,48 +294,48 @@ func check(b []byte) (dup int, ok bool) {
 			stack = append(stack, frame{open: c, names: int32(len(names))})
 			if c == '{' {
 				if i = name(i); i < 0 {
-					return dup, false
+					return dup, caseOnly, false
 				}
 			}
 			continue
 		case c == '"':
 			if i = validString(b, i); i < 0 {
-				return dup, false
+				return dup, caseOnly, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			i += 4
 		default:
 			if i = validNumber(b, i); i < 0 {
-				return dup, false
+				return dup, caseOnly, false
 			}
 		}
 		// After a value: close what it ends, then a comma or the end.
 		for {
 			i = skipSpace(b, i)
 			if len(stack) == 0 {
-				return dup, i == len(b)
+				return dup, caseOnly, i == len(b)
 			}
 			if i >= len(b) {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			f := stack[len(stack)-1]
 			if b[i] == f.open+2 {
 				if f.open == '{' {
 					if f.set {
-						clear(sets[len(stack)-1])
+						sets[len(stack)-1].clear()
 					}
 					names = names[:f.names]
 				}
@@ -342,12 +344,12 @@ func check(b []byte) (dup int, ok bool) {
 				continue
 			}
 			if b[i] != ',' {
-				return dup, false
+				return dup, caseOnly, false
 			}
 			i = skipSpace(b, i+1)
 			if f.open == '{' {
 				if i = name(i); i < 0 {
-					return dup, false
+					return dup, caseOnly, false
 				}
 			}
 			break
@@ -355,43 +357,151 @@ func check(b []byte) (dup int, ok bool) {
 	}
 }
 
+// maxCaseDepth is the deepest object whose names must differ also
+// regardless of case: the envelope, params, result and error, and the
+// objects in them (_meta, ref, arguments). Parsers that match names to
+// fields regardless of case (Go's encoding/json, so mcp-go's servers and
+// clients; .NET's on the web) read {"name":"a","Name":"b"} as "b" where the
+// gateway reads "a". Deeper objects (a tool's own data) may have such names.
+const maxCaseDepth = 2
+
+// repetition is what note found.
+type repetition int
+
+const (
+	noRepetition       repetition = iota
+	repeated                      // the same name again
+	repeatedButForCase            // the same name but for case, where that counts
+)
+
+// nameSet holds the names of an object with many names or with names that
+// need decoding (escapes) or folding (non-ASCII, compared regardless of
+// case as encoding/json does).
+type nameSet struct {
+	exact  map[string]struct{}
+	folded map[string]struct{} // only within maxCaseDepth
+}
+
+func (s *nameSet) clear() {
+	clear(s.exact)
+	clear(s.folded)
+}
+
 // note records the name b[start:end] (quotes included) of a member of the
 // innermost object f, at depth, and reports whether the object already had
 // it. names holds the names of the open objects, f's last; sets the set of
 // names of objects that have one, by depth.
-func note(b []byte, start, end int, f *frame, depth int, names []nameSpan, sets []map[string]struct{}) ([]nameSpan, []map[string]struct{}, bool) {
+func note(b []byte, start, end int, f *frame, depth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
 	name := b[start:end]
+	byCase := depth <= maxCaseDepth
 	if !f.set {
 		mine := names[f.names:]
-		if len(mine) < maxLinearNames && bytes.IndexByte(name, '\\') < 0 {
+		if len(mine) < maxLinearNames && plainName(name, byCase) {
+			r := noRepetition
 			for _, n := range mine {
-				if int(n.end-n.start) == len(name) && string(b[n.start:n.end]) == string(name) {
-					return names, sets, true
+				if int(n.end-n.start) != len(name) {
+					continue
+				}
+				prev := b[n.start:n.end]
+				if string(prev) == string(name) {
+					return names, sets, repeated
+				}
+				if byCase && r == noRepetition && asciiEqualFold(prev, name) {
+					r = repeatedButForCase // unless an exact repetition follows
 				}
 			}
-			return append(names, nameSpan{int32(start), int32(end)}), sets, false
+			if r != noRepetition {
+				return names, sets, r
+			}
+			return append(names, nameSpan{int32(start), int32(end)}), sets, noRepetition
 		}
-		// Many names, or an escaped one, compared decoded: the object
-		// changes to a set of its names.
+		// The object changes to a set of its names, decoded and folded.
 		for len(sets) <= depth {
-			sets = append(sets, nil)
+			sets = append(sets, nameSet{})
 		}
-		if sets[depth] == nil {
-			sets[depth] = make(map[string]struct{}, 2*maxLinearNames)
+		if sets[depth].exact == nil {
+			sets[depth].exact = make(map[string]struct{}, 2*maxLinearNames)
+		}
+		if byCase && sets[depth].folded == nil {
+			sets[depth].folded = make(map[string]struct{}, 2*maxLinearNames)
 		}
 		for _, n := range mine {
 			s, _ := unquote(b[n.start:n.end])
-			sets[depth][s] = struct{}{}
+			sets[depth].exact[s] = struct{}{}
+			if byCase {
+				sets[depth].folded[foldName(s)] = struct{}{}
+			}
 		}
 		names = names[:f.names]
 		f.set = true
 	}
 	s, _ := unquote(name)
-	if _, seen := sets[depth][s]; seen {
-		return names, sets, true
+	set := &sets[depth]
+	if _, seen := set.exact[s]; seen {
+		return names, sets, repeated
 	}
-	sets[depth][s] = struct{}{}
-	return names, sets, false
+	set.exact[s] = struct{}{}
+	if byCase {
+		folded := foldName(s)
+		if _, seen := set.folded[folded]; seen {
+			return names, sets, repeatedButForCase
+		}
+		set.folded[folded] = struct{}{}
+	}
+	return names, sets, noRepetition
+}
+
+// plainName reports whether a quoted name can be compared as it is
+// written: no escape, and (when case counts) only ASCII.
+func plainName(name []byte, byCase bool) bool {
+	for _, c := range name {
+		if c == '\\' || byCase && c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiEqualFold reports whether two ASCII names of the same length differ
+// only in the case of letters.
+func asciiEqualFold(a, b []byte) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// foldName folds a name as encoding/json matches names to fields: ASCII
+// letters to upper case, any other rune to the smallest of its case-fold
+// orbit (so "ſ" is "S" and the Kelvin sign "K").
+func foldName(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z':
+			r -= 'a' - 'A'
+		case r >= utf8.RuneSelf:
+			for {
+				r2 := unicode.SimpleFold(r)
+				if r2 <= r {
+					r = r2
+					break
+				}
+				r = r2
+			}
+		}
+		out = append(out, r)
+	}
+	return string(out)
 }
 
 // validString checks the string at b[i] == '"' and returns the index past

@@ -36,6 +36,16 @@ func TestParseDuplicates(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{` + manyNames(40) + `,"k\u0037":0}}`, "params.k7"},
 		// é written raw and escaped is one name.
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"é":1,"\u00e9":2}}`, `params["é"]`},
+		// Names that differ only in case, in the objects the gateway reads.
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\u0062":1,"aA":{"aa":1},"Aa":2}}`, "params.Aa"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","Name":"denied"}}`, "params.Name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"denied","name":"allowed"}}`, "params.name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"tools/list","params":{"name":"a"}}`, "Method"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1,"ProgressToken":2}}}`, "params._meta.ProgressToken"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"path":"/ok","Path":"/etc"}}}`, "params.arguments.Path"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","requestState":"s","reque\u017ftState":"t"}}`, "params[\"requeſtState\"]"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"kind":1,"\u212aind":2}}}`, "params._meta[\"\u212aind\"]"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"nextCursor":"a","NextCursor":"b","tools":[]}}`, "result.NextCursor"},
 		// Deeper than 16 levels: the path is cut.
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat(`{"a":`, 20) + `{"z":1,"z":2}` + strings.Repeat("}", 20) + `}`, "params" + strings.Repeat(".a", 15) + ".…"},
 	} {
@@ -59,8 +69,11 @@ func TestParseDuplicates(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","x":{"name":1}},{"name":"b"},{"name":"a"}]}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":{"b":1},"b":{"a":1},"c":[{"a":1},{"a":1}]}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"x","params":{` + manyNames(40) + `,"inner":{` + manyNames(40) + `},"after":{` + manyNames(3) + `}}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\u0062":1,"aA":{"aa":1},"Aa":2,"ab ":3}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"name":1,"Name":2,"NAME":3}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\u0062":1,"aA":{"aa":1},"ab ":3}}`,
+		// Names that differ only in case, deeper than the objects the
+		// gateway reads: a tool's own data.
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"headers":{"Content-Type":"a","content-type":"b"},"x":[{"id":1,"ID":2}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"t","Type":"u"}],"structuredContent":{"a":{"k":1,"K":2}}}}`,
 	} {
 		if _, err := Parse([]byte(in)); err != nil {
 			t.Errorf("Parse(%s): %v", in, err)

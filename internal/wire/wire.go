@@ -61,13 +61,24 @@ var ErrNotJSON = errors.New("not valid JSON")
 // the last, some the first, the gateway's own scanner finds the first), so
 // such a message could be routed and checked by one and executed by
 // another: it is refused whole, wherever the repetition is.
+//
+// In the envelope and the objects of its first two levels (params,
+// params._meta, params.ref, params.arguments, result, error...) names that
+// differ only in case count as repeated too: Go's encoding/json (so mcp-go's
+// servers) and other parsers match names to fields regardless of case, and
+// read {"name":"a","Name":"b"} as "b" where the gateway reads "a".
 type DuplicateError struct {
-	// Path names the repeated member from the top of the message:
-	// "params.name", "result.tools[3].inputSchema.type".
+	// Path names the repeated member from the top of the message, as
+	// written the second time: "params.name", "result.tools[3].inputSchema.type".
 	Path string
+	// CaseOnly: the member repeats an earlier one but for case.
+	CaseOnly bool
 }
 
 func (e *DuplicateError) Error() string {
+	if e.CaseOnly {
+		return fmt.Sprintf("member %s repeats a member of its object but for case, which some parsers ignore; send each member once", e.Path)
+	}
 	return fmt.Sprintf("member %s appears more than once in its object; send each member once", e.Path)
 }
 
@@ -105,7 +116,7 @@ func ParseInto(m *Message, b []byte) error {
 	}
 	// Validate once, then pick the envelope's members out by scanning:
 	// cheaper than decoding, and the raw members alias b.
-	dup, ok := check(b)
+	dup, caseOnly, ok := check(b)
 	if !ok {
 		var v any
 		err := json.Unmarshal(b, &v) // says where it is malformed
@@ -115,7 +126,7 @@ func ParseInto(m *Message, b []byte) error {
 		return fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
 	if dup >= 0 {
-		return &DuplicateError{Path: pathTo(b, dup)}
+		return &DuplicateError{Path: pathTo(b, dup), CaseOnly: caseOnly}
 	}
 	if !utf8.Valid(b) {
 		return fmt.Errorf("%w: not UTF-8", ErrNotJSON)
