@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -118,5 +119,27 @@ func TestRemoteRepeatedMembers(t *testing.T) {
 				t.Errorf("no warning naming result.content in the log:\n%s", fx.logs)
 			}
 		})
+	}
+}
+
+// TestStdioRepeatedMembers: a stdio server whose message repeats a member
+// (here its answer to initialize, with two ids) wrote bad output: it is
+// stopped, and the error says so.
+func TestStdioRepeatedMembers(t *testing.T) {
+	ctx := testContext(t)
+	script := `read line
+id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+printf '{"jsonrpc":"2.0","id":%s,"id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"dup","version":"1"}}}\n' "$id" "$id"
+sleep 30`
+	fx := newFake(t, "", func(o *upstream.StdioOptions) {
+		o.Command = []string{"/bin/sh", "-c", script}
+		o.Env = append(o.Env, "PATH=/usr/bin:/bin")
+	})
+	err := fx.s.Start(ctx)
+	if !errors.Is(err, upstream.ErrProtocol) || !strings.Contains(err.Error(), `mcp server "fake" wrote non-JSON-RPC output to stdout before answering initialize`) {
+		t.Fatalf("Start = %v, want the bad output named", err)
+	}
+	if !strings.Contains(err.Error(), `\"id\":`) {
+		t.Errorf("the error does not show the output: %v", err)
 	}
 }
