@@ -258,13 +258,13 @@ func check(b []byte) (dup int, caseOnly, ok bool) {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		end := validString(b, i)
+		end, plain := validName(b, i)
 		if end < 0 {
 			return -1
 		}
 		if dup < 0 {
 			var r repetition
-			names, sets, r = note(b, i, end, &stack[len(stack)-1], len(stack)-1, names, sets)
+			names, sets, r = note(b, i, end, plain, &stack[len(stack)-1], len(stack)-1, names, sets)
 			if r != noRepetition {
 				dup, caseOnly = i, r == repeatedButForCase
 			}
@@ -389,14 +389,17 @@ func (s *nameSet) clear() {
 
 // note records the name b[start:end] (quotes included) of a member of the
 // innermost object f, at depth, and reports whether the object already had
-// it. names holds the names of the open objects, f's last; sets the set of
-// names of objects that have one, by depth.
-func note(b []byte, start, end int, f *frame, depth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
+// it. plain: the name has no escape and only ASCII. names holds the names
+// of the open objects, f's last; sets the set of names of objects that
+// have one, by depth.
+func note(b []byte, start, end int, plain bool, f *frame, depth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
 	name := b[start:end]
 	byCase := depth <= maxCaseDepth
 	if !f.set {
 		mine := names[f.names:]
-		if len(mine) < maxLinearNames && plainName(name, byCase) {
+		// A name with an escape is compared decoded, one with non-ASCII
+		// (valid UTF-8: Parse checks) as written but for case folding.
+		if len(mine) < maxLinearNames && (plain || !byCase && bytes.IndexByte(name, '\\') < 0) {
 			r := noRepetition
 			for _, n := range mine {
 				if int(n.end-n.start) != len(name) {
@@ -451,17 +454,6 @@ func note(b []byte, start, end int, f *frame, depth int, names []nameSpan, sets 
 	return names, sets, noRepetition
 }
 
-// plainName reports whether a quoted name can be compared as it is
-// written: no escape, and (when case counts) only ASCII.
-func plainName(name []byte, byCase bool) bool {
-	for _, c := range name {
-		if c == '\\' || byCase && c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 // asciiEqualFold reports whether two ASCII names of the same length differ
 // only in the case of letters.
 func asciiEqualFold(a, b []byte) bool {
@@ -507,35 +499,47 @@ func foldName(s string) string {
 // validString checks the string at b[i] == '"' and returns the index past
 // it, or -1.
 func validString(b []byte, i int) int {
+	end, _ := validName(b, i)
+	return end
+}
+
+// validName is validString also reporting whether the string is plain:
+// no escape and only ASCII, so that its bytes are its value, whose case
+// folds byte by byte.
+func validName(b []byte, i int) (end int, plain bool) {
+	plain = true
 	for i++; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, plain
 		case c == '\\':
+			plain = false
 			i++
 			if i >= len(b) {
-				return -1
+				return -1, false
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if i+4 >= len(b) {
-					return -1
+					return -1, false
 				}
 				for _, h := range b[i+1 : i+5] {
 					if !isHex(h) {
-						return -1
+						return -1, false
 					}
 				}
 				i += 4
 			default:
-				return -1
+				return -1, false
 			}
 		case c < 0x20:
-			return -1
+			return -1, false
+		case c >= utf8.RuneSelf:
+			plain = false
 		}
 	}
-	return -1
+	return -1, false
 }
 
 func isHex(c byte) bool {
