@@ -148,9 +148,11 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	}
 	m, err := wire.Parse(body)
 	if err != nil {
-		code := wire.CodeParseError
-		if errors.Is(err, wire.ErrBatch) {
-			code = wire.CodeInvalidRequest
+		// Not JSON is a parse error; JSON that is no JSON-RPC message (a
+		// batch, a repeated member, a bad id) an invalid request.
+		code := wire.CodeInvalidRequest
+		if errors.Is(err, wire.ErrNotJSON) {
+			code = wire.CodeParseError
 		}
 		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(int64(code), "malformed JSON-RPC message: %v", err))
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -70,13 +71,20 @@ type stdioConn struct {
 	inflight map[string]context.CancelFunc // modern requests, by id
 }
 
-// write sends one message as one line.
+// write sends one message as one line. A line break in it (white space
+// JSON allows between tokens) would make it several messages to the client:
+// wire.OneLine compacts it; what cannot be compacted is not JSON, and is
+// not sent.
 func (c *stdioConn) write(msg []byte) error {
+	msg, err := wire.OneLine(msg)
+	if err != nil {
+		return fmt.Errorf("stdio front: not sending a message that does not fit on one line: %w", err)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	buf := make([]byte, 0, len(msg)+1)
 	buf = append(append(buf, msg...), '\n')
-	_, err := c.w.Write(buf)
+	_, err = c.w.Write(buf)
 	return err
 }
 
@@ -97,7 +105,11 @@ func (c *stdioConn) reply(id json.RawMessage, r gateway.Reply) {
 func (c *stdioConn) handle(ctx context.Context, line []byte) {
 	m, err := wire.Parse(line)
 	if err != nil {
-		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(wire.CodeParseError, "malformed JSON-RPC message: %v", err)))
+		code := wire.CodeInvalidRequest // valid JSON, but no JSON-RPC message
+		if errors.Is(err, wire.ErrNotJSON) {
+			code = wire.CodeParseError
+		}
+		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(int64(code), "malformed JSON-RPC message: %v", err)))
 		return
 	}
 	modern := wire.Get(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion) != nil

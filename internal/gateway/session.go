@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -388,9 +389,13 @@ func (s *Session) HandleResponse(m *wire.Message) {
 	}
 }
 
-// newID returns a gateway-unique id for progress tokens and requests.
+// newID returns a gateway-unique id for progress tokens and requests:
+// prefix, a sequence number (unique by construction) and 130 random bits
+// from crypto/rand (unguessable: a server or client that could guess
+// another call's progress token or request id could send progress, or an
+// answer, in its name). Nothing parses it back; it is a map key.
 func (g *Gateway) newID(prefix string) string {
-	return prefix + strconv.FormatUint(g.nextID.Add(1), 10)
+	return prefix + strconv.FormatUint(g.nextID.Add(1), 10) + "-" + rand.Text()
 }
 
 // asWireError turns a routing or transport error into a JSON-RPC error.

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
+	"math"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A minimal JSON scanner for the hot path: it finds the top-level members of
@@ -206,86 +208,150 @@ func (it *members) next() bool {
 	return true
 }
 
-// maxValidDepth is the nesting valid checks itself; deeper values (which
-// MCP messages never are) go to json.Valid.
-const maxValidDepth = 64
+// maxDepth is the deepest nesting check accepts: encoding/json's own limit,
+// so that check and json.Valid agree. The scan keeps its own stack, not Go's:
+// any depth costs a few bytes a level, never a stack overflow.
+const maxDepth = 10000
 
-// valid reports whether b is exactly one JSON value, as json.Valid does
-// (fuzzed against it), in a single pass that allocates nothing: several
-// times faster on the small messages of a call.
+// maxLinearNames is how many names of one object check compares one by one;
+// an object with more (or with a name that needs decoding or folding) gets a
+// set of its names.
+const maxLinearNames = 16
+
+// frame is an object or array open around the scan.
+type frame struct {
+	open  byte  // '{' or '['
+	set   bool  // the object's names are in check's sets[depth]
+	names int32 // the object's first name in check's names
+}
+
+// nameSpan is a member name in the message, quotes included.
+type nameSpan struct{ start, end int32 }
+
+// valid reports whether b is exactly one JSON value, as json.Valid does.
 func valid(b []byte) bool {
-	var stack [maxValidDepth]byte // the open '{' and '['
-	depth := 0
+	_, _, ok := check(b)
+	return ok
+}
+
+// check reports whether b is exactly one JSON value, as json.Valid does
+// (fuzzed against it), and where the first member name is that repeats an
+// earlier name of its object (compared decoded: "n\u0061me" is "name"), or
+// -1; caseOnly when it repeats it but for case (counted within
+// maxCaseDepth). JSON parsers disagree on a repeated name (most keep the
+// last, some the first, the gateway's scanner finds the first), so a
+// message holding one can mean one thing to the gateway and another to a
+// server: Parse refuses it. One pass that allocates nothing for an ordinary
+// message, faster than json.Valid (BenchmarkParse).
+func check(b []byte) (dup int, caseOnly, ok bool) {
+	if len(b) > math.MaxInt32 {
+		return -1, false, false
+	}
+	// The open objects and arrays, and the names of the open objects: on
+	// this stack unless the message is deep or has many names.
+	var stackBuf [64]frame
+	var namesBuf [32]nameSpan
+	stack, names := stackBuf[:0], namesBuf[:0]
+	var sets []nameSet // by depth, for objects with a set
+	dup = -1
+	// name checks a member's name and its colon at b[i], notes the name in
+	// the innermost object, and returns the index of its value, or -1.
+	name := func(i int) int {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		end, plain := validName(b, i)
+		if end < 0 {
+			return -1
+		}
+		if dup < 0 {
+			var r repetition
+			names, sets, r = note(b, i, end, plain, &stack[len(stack)-1], len(stack)-1, names, sets)
+			if r != noRepetition {
+				dup, caseOnly = i, r == repeatedButForCase
+			}
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		return skipSpace(b, i+1)
+	}
 	i := skipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false
+			return dup, caseOnly, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
-			if depth == maxValidDepth {
-				return json.Valid(b)
+			if len(stack) == maxDepth {
+				return dup, caseOnly, false
 			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				i++
 				break
 			}
-			stack[depth] = c
-			depth++
+			stack = append(stack, frame{open: c, names: int32(len(names))})
 			if c == '{' {
-				if i = validKey(b, i); i < 0 {
-					return false
+				if i = name(i); i < 0 {
+					return dup, caseOnly, false
 				}
 			}
 			continue
 		case c == '"':
 			if i = validString(b, i); i < 0 {
-				return false
+				return dup, caseOnly, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return false
+				return dup, caseOnly, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return false
+				return dup, caseOnly, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return false
+				return dup, caseOnly, false
 			}
 			i += 4
 		default:
 			if i = validNumber(b, i); i < 0 {
-				return false
+				return dup, caseOnly, false
 			}
 		}
 		// After a value: close what it ends, then a comma or the end.
 		for {
 			i = skipSpace(b, i)
-			if depth == 0 {
-				return i == len(b)
+			if len(stack) == 0 {
+				return dup, caseOnly, i == len(b)
 			}
 			if i >= len(b) {
-				return false
+				return dup, caseOnly, false
 			}
-			open := stack[depth-1]
-			if b[i] == open+2 {
-				depth--
+			f := stack[len(stack)-1]
+			if b[i] == f.open+2 {
+				if f.open == '{' {
+					if f.set {
+						sets[len(stack)-1].clear()
+					}
+					names = names[:f.names]
+				}
+				stack = stack[:len(stack)-1]
 				i++
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return dup, caseOnly, false
 			}
 			i = skipSpace(b, i+1)
-			if open == '{' {
-				if i = validKey(b, i); i < 0 {
-					return false
+			if f.open == '{' {
+				if i = name(i); i < 0 {
+					return dup, caseOnly, false
 				}
 			}
 			break
@@ -293,54 +359,189 @@ func valid(b []byte) bool {
 	}
 }
 
-// validKey checks a member's name and its colon at b[i], and returns the
-// index of its value, or -1.
-func validKey(b []byte, i int) int {
-	if i >= len(b) || b[i] != '"' {
-		return -1
+// maxCaseDepth is the deepest object whose names must differ also
+// regardless of case: the envelope, params, result and error, and the
+// objects in them (_meta, ref, arguments). Parsers that match names to
+// fields regardless of case (Go's encoding/json, so mcp-go's servers and
+// clients; .NET's on the web) read {"name":"a","Name":"b"} as "b" where the
+// gateway reads "a". Deeper objects (a tool's own data) may have such names.
+const maxCaseDepth = 2
+
+// repetition is what note found.
+type repetition int
+
+const (
+	noRepetition       repetition = iota
+	repeated                      // the same name again
+	repeatedButForCase            // the same name but for case, where that counts
+)
+
+// nameSet holds the names of an object with many names or with names that
+// need decoding (escapes) or folding (non-ASCII, compared regardless of
+// case as encoding/json does).
+type nameSet struct {
+	exact  map[string]struct{}
+	folded map[string]struct{} // only within maxCaseDepth
+}
+
+func (s *nameSet) clear() {
+	clear(s.exact)
+	clear(s.folded)
+}
+
+// note records the name b[start:end] (quotes included) of a member of the
+// innermost object f, at depth, and reports whether the object already had
+// it. plain: the name has no escape and only ASCII. names holds the names
+// of the open objects, f's last; sets the set of names of objects that
+// have one, by depth.
+func note(b []byte, start, end int, plain bool, f *frame, depth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
+	name := b[start:end]
+	byCase := depth <= maxCaseDepth
+	if !f.set {
+		mine := names[f.names:]
+		// A name with an escape is compared decoded, one with non-ASCII
+		// (valid UTF-8: Parse checks) as written but for case folding.
+		if len(mine) < maxLinearNames && (plain || !byCase && bytes.IndexByte(name, '\\') < 0) {
+			r := noRepetition
+			for _, n := range mine {
+				if int(n.end-n.start) != len(name) {
+					continue
+				}
+				prev := b[n.start:n.end]
+				if string(prev) == string(name) {
+					return names, sets, repeated
+				}
+				if byCase && r == noRepetition && asciiEqualFold(prev, name) {
+					r = repeatedButForCase // unless an exact repetition follows
+				}
+			}
+			if r != noRepetition {
+				return names, sets, r
+			}
+			return append(names, nameSpan{int32(start), int32(end)}), sets, noRepetition
+		}
+		// The object changes to a set of its names, decoded and folded.
+		for len(sets) <= depth {
+			sets = append(sets, nameSet{})
+		}
+		if sets[depth].exact == nil {
+			sets[depth].exact = make(map[string]struct{}, 2*maxLinearNames)
+		}
+		if byCase && sets[depth].folded == nil {
+			sets[depth].folded = make(map[string]struct{}, 2*maxLinearNames)
+		}
+		for _, n := range mine {
+			s, _ := unquote(b[n.start:n.end])
+			sets[depth].exact[s] = struct{}{}
+			if byCase {
+				sets[depth].folded[foldName(s)] = struct{}{}
+			}
+		}
+		names = names[:f.names]
+		f.set = true
 	}
-	if i = validString(b, i); i < 0 {
-		return -1
+	s, _ := unquote(name)
+	set := &sets[depth]
+	if _, seen := set.exact[s]; seen {
+		return names, sets, repeated
 	}
-	i = skipSpace(b, i)
-	if i >= len(b) || b[i] != ':' {
-		return -1
+	set.exact[s] = struct{}{}
+	if byCase {
+		folded := foldName(s)
+		if _, seen := set.folded[folded]; seen {
+			return names, sets, repeatedButForCase
+		}
+		set.folded[folded] = struct{}{}
 	}
-	return skipSpace(b, i+1)
+	return names, sets, noRepetition
+}
+
+// asciiEqualFold reports whether two ASCII names of the same length differ
+// only in the case of letters.
+func asciiEqualFold(a, b []byte) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// foldName folds a name as encoding/json matches names to fields: ASCII
+// letters to upper case, any other rune to the smallest of its case-fold
+// orbit (so "ſ" is "S" and the Kelvin sign "K").
+func foldName(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z':
+			r -= 'a' - 'A'
+		case r >= utf8.RuneSelf:
+			for {
+				r2 := unicode.SimpleFold(r)
+				if r2 <= r {
+					r = r2
+					break
+				}
+				r = r2
+			}
+		}
+		out = append(out, r)
+	}
+	return string(out)
 }
 
 // validString checks the string at b[i] == '"' and returns the index past
 // it, or -1.
 func validString(b []byte, i int) int {
+	end, _ := validName(b, i)
+	return end
+}
+
+// validName is validString also reporting whether the string is plain:
+// no escape and only ASCII, so that its bytes are its value, whose case
+// folds byte by byte.
+func validName(b []byte, i int) (end int, plain bool) {
+	plain = true
 	for i++; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, plain
 		case c == '\\':
+			plain = false
 			i++
 			if i >= len(b) {
-				return -1
+				return -1, false
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if i+4 >= len(b) {
-					return -1
+					return -1, false
 				}
 				for _, h := range b[i+1 : i+5] {
 					if !isHex(h) {
-						return -1
+						return -1, false
 					}
 				}
 				i += 4
 			default:
-				return -1
+				return -1, false
 			}
 		case c < 0x20:
-			return -1
+			return -1, false
+		case c >= utf8.RuneSelf:
+			plain = false
 		}
 	}
-	return -1
+	return -1, false
 }
 
 func isHex(c byte) bool {

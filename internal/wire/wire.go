@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // JSON-RPC and MCP error codes the gateway produces itself.
@@ -49,6 +51,37 @@ func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil 
 // ErrBatch is returned by Parse for a JSON array: MCP since 2025-06-18 has no batches.
 var ErrBatch = errors.New("JSON-RPC batches are not supported")
 
+// ErrNotJSON is wrapped by Parse's errors for a message that is not one
+// JSON text (RFC 8259: one value, UTF-8): a JSON-RPC parse error. Parse's
+// other errors are for JSON that is no valid JSON-RPC message.
+var ErrNotJSON = errors.New("not valid JSON")
+
+// DuplicateError is Parse's error for a message in which an object repeats
+// a member name. JSON parsers disagree on which of the two counts (most keep
+// the last, some the first, the gateway's own scanner finds the first), so
+// such a message could be routed and checked by one and executed by
+// another: it is refused whole, wherever the repetition is.
+//
+// In the envelope and the objects of its first two levels (params,
+// params._meta, params.ref, params.arguments, result, error...) names that
+// differ only in case count as repeated too: Go's encoding/json (so mcp-go's
+// servers) and other parsers match names to fields regardless of case, and
+// read {"name":"a","Name":"b"} as "b" where the gateway reads "a".
+type DuplicateError struct {
+	// Path names the repeated member from the top of the message, as
+	// written the second time: "params.name", "result.tools[3].inputSchema.type".
+	Path string
+	// CaseOnly: the member repeats an earlier one but for case.
+	CaseOnly bool
+}
+
+func (e *DuplicateError) Error() string {
+	if e.CaseOnly {
+		return fmt.Sprintf("member %s repeats a member of its object but for case, which some parsers ignore; send each member once", e.Path)
+	}
+	return fmt.Sprintf("member %s appears more than once in its object; send each member once", e.Path)
+}
+
 // Parse decodes the envelope of one JSON-RPC message. The raw fields of the
 // returned message may alias b: the caller must not change b while using them.
 func Parse(b []byte) (*Message, error) {
@@ -62,24 +95,43 @@ func Parse(b []byte) (*Message, error) {
 // ParseInto is Parse into a message the caller provides, which may live on
 // its stack: a hot path that only reads the envelope allocates nothing for
 // it. m is overwritten; on error its fields are undefined.
+//
+// It refuses what could mean one thing to the gateway and another to a
+// peer: a repeated member name anywhere (*DuplicateError), text that is not
+// UTF-8, nesting deeper than encoding/json's 10000 levels. A message
+// holding a line break (white space between tokens, which JSON allows) is
+// compacted first: every raw member it hands out fits on one line, as a
+// stdio peer's input and an SSE data line need.
 func ParseInto(m *Message, b []byte) error {
 	*m = Message{}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
-		return errors.New("empty message")
+		return fmt.Errorf("%w: empty message", ErrNotJSON)
 	}
 	if b[0] == '[' {
 		return ErrBatch
 	}
 	if b[0] != '{' {
-		return errors.New("not a JSON object")
+		return fmt.Errorf("%w: not a JSON object", ErrNotJSON)
 	}
 	// Validate once, then pick the envelope's members out by scanning:
 	// cheaper than decoding, and the raw members alias b.
-	if !valid(b) {
+	dup, caseOnly, ok := check(b)
+	if !ok {
 		var v any
-		return json.Unmarshal(b, &v) // says where it is malformed
+		err := json.Unmarshal(b, &v) // says where it is malformed
+		if err == nil {
+			err = errors.New("malformed JSON")
+		}
+		return fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
+	if dup >= 0 {
+		return &DuplicateError{Path: pathTo(b, dup), CaseOnly: caseOnly}
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%w: not UTF-8", ErrNotJSON)
+	}
+	b, _ = OneLine(b) // valid JSON: compacting cannot fail
 	var version []byte
 	for it := (members{obj: b}); it.next(); {
 		// The envelope's names have no escapes; switching on the raw bytes
@@ -108,8 +160,8 @@ func ParseInto(m *Message, b []byte) error {
 			return fmt.Errorf("jsonrpc must be \"2.0\", got %q", v)
 		}
 	}
-	if string(m.ID) == "null" {
-		m.ID = nil
+	if err := checkID(m); err != nil {
+		return err
 	}
 	if string(m.Params) == "null" {
 		m.Params = nil
@@ -118,6 +170,113 @@ func ParseInto(m *Message, b []byte) error {
 		return errors.New("neither a request, a notification nor a response")
 	}
 	return nil
+}
+
+// checkID checks the type of m's id: a string or a number, as MCP asks; a
+// number is kept as written, however long. A response's id may be null (an
+// error about a request whose id could not be read): it is then dropped.
+// A request's may not: MCP forbids it, and JSON-RPC would still answer it,
+// so it is neither a request nor a notification.
+func checkID(m *Message) error {
+	if len(m.ID) == 0 {
+		return nil
+	}
+	switch c := m.ID[0]; {
+	case c == '"', c == '-', '0' <= c && c <= '9':
+		return nil
+	case c == 'n': // null
+		if m.Method != "" {
+			return errors.New("a request's id must be a string or a number, not null")
+		}
+		m.ID = nil
+		return nil
+	}
+	return fmt.Errorf("id must be a string or a number, not %s", m.ID)
+}
+
+const (
+	maxPathParts = 16 // levels pathTo names
+	maxNameBytes = 64 // of one name pathTo writes
+)
+
+// pathTo names the member whose name starts at b[off], from the top of the
+// valid JSON text b, for an error message. It names at most maxPathParts
+// levels: each costs a scan of the value it descends into.
+func pathTo(b []byte, off int) string {
+	var path []byte
+	i := skipSpace(b, 0)
+	for parts := 0; ; parts++ {
+		if parts == maxPathParts {
+			return string(append(path, ".…"...))
+		}
+		switch b[i] {
+		case '{':
+			j := skipSpace(b, i+1)
+			for {
+				kend, _ := skipString(b, j)
+				vstart := skipSpace(b, skipSpace(b, kend)+1)
+				vend, err := skipValue(b, vstart)
+				if err != nil {
+					return string(path)
+				}
+				if j == off || off < vend {
+					name, _ := unquote(b[j:kend])
+					path = appendName(path, name)
+					if j == off {
+						return string(path)
+					}
+					i = vstart
+					break
+				}
+				j = skipSpace(b, vend)
+				if b[j] == ',' {
+					j = skipSpace(b, j+1)
+				}
+			}
+		case '[':
+			j := skipSpace(b, i+1)
+			for n := 0; ; n++ {
+				vend, err := skipValue(b, j)
+				if err != nil {
+					return string(path)
+				}
+				if off < vend {
+					path = strconv.AppendInt(append(path, '['), int64(n), 10)
+					path = append(path, ']')
+					i = j
+					break
+				}
+				j = skipSpace(b, vend)
+				if b[j] == ',' {
+					j = skipSpace(b, j+1)
+				}
+			}
+		default:
+			return string(path)
+		}
+	}
+}
+
+// appendName appends a member's name to a path: after a dot when it reads
+// as an identifier, else quoted in brackets; cut when long.
+func appendName(path []byte, name string) []byte {
+	if len(name) > maxNameBytes {
+		name = strings.ToValidUTF8(name[:maxNameBytes], "") + "…"
+	}
+	plain := name != ""
+	for _, r := range name {
+		if !(r == '_' || r == '$' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if !plain {
+		return append(strconv.AppendQuote(append(path, '['), name), ']')
+	}
+	if len(path) > 0 {
+		path = append(path, '.')
+	}
+	return append(path, name...)
 }
 
 // knownMethods are the methods of MCP, most frequent first: method returns

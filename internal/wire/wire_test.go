@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -145,9 +146,9 @@ func TestParseMethod(t *testing.T) {
 	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":7}`)); err == nil {
 		t.Error("a method that is no string: want an error")
 	}
-	// Later members win, as they did with encoding/json.
-	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`))
-	if err != nil || string(m.ID) != "2" {
-		t.Errorf("duplicate id: %s, %v", m.ID, err)
+	// A repeated member is refused, not resolved (see TestParseDuplicates).
+	var dup *DuplicateError
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"id":2,"result":{}}`)); !errors.As(err, &dup) || dup.Path != "id" {
+		t.Errorf("duplicate id: %v, want a *DuplicateError for id", err)
 	}
 }
