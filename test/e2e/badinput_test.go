@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -379,4 +382,70 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("flaky_echo after the garbage: %v %v; want the server restarted", res, err)
 		}
 	})
+}
+
+// The host daemon has the same connection limit: idle connections make
+// room for a sandbox's new ones.
+func TestBadInputHostIdleConnections(t *testing.T) {
+	const limit, idle = 16, 64
+	h := &hostGW{t: t, state: t.TempDir(), logf: filepath.Join(t.TempDir(), "host.log")}
+	h.cmd = exec.Command(gatewayBin, "host", "--state-dir", h.state, "--host", "127.0.0.1", "--port", "0",
+		"--max-connections", fmt.Sprint(limit), "--read-header-timeout", "60s")
+	logf, err := os.Create(h.logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.stop)
+	for h.url == "" {
+		if m := hostReady.FindStringSubmatch(h.log()); m != nil {
+			h.url = m[1]
+		} else if h.cmd.ProcessState != nil {
+			t.Fatalf("the host exited:\n%s", h.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sb := h.createSandbox("crowded")
+	u, err := url.Parse(h.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 0, idle)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range idle {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatalf("opening idle connection %d: %v", i+1, err)
+		}
+		conns = append(conns, c)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "crowded", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   sb.url,
+		HTTPClient: &http.Client{Transport: bearer{token: sb.token, base: &http.Transport{DisableKeepAlives: true}}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatalf("a sandbox connecting past %d idle connections: %v\nhost log:\n%s", idle, err, h.log())
+	}
+	defer cs.Close()
+	for i := range 5 {
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("tools/list %d past %d idle connections: %v", i+1, idle, err)
+		}
+	}
+	if !closedByPeer(conns[0]) {
+		t.Errorf("the first idle connection is still open; want it closed to make room")
+	}
 }
