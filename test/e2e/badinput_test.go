@@ -118,7 +118,6 @@ type rawSession struct {
 	g     *gw
 	id    string
 	hc    *http.Client
-	extra map[string]string
 }
 
 func newRawSession(t *testing.T, g *gw) *rawSession {
@@ -205,8 +204,8 @@ func wantRPCError(t *testing.T, what string, resp *http.Response, body []byte, s
 	}
 }
 
-// echoCall is a tools/call of everything_echo with the given id and params
-// members after the name.
+// echoCall is a tools/call of everything_echo with the given id; message
+// is the raw JSON after "message": (more members may follow it).
 func echoCall(id, message string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"everything_echo","arguments":{"message":` + message + `}}}`
 }
