@@ -114,10 +114,10 @@ func (v *victim) finish() {
 // rawSession is a session-era (2025-11-25) client speaking raw HTTP, to
 // send what no SDK sends.
 type rawSession struct {
-	t     *testing.T
-	g     *gw
-	id    string
-	hc    *http.Client
+	t  *testing.T
+	g  *gw
+	id string
+	hc *http.Client
 }
 
 func newRawSession(t *testing.T, g *gw) *rawSession {
