@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,9 @@ const (
 	// maxRefusing bounds the refusals in progress; beyond, a connection
 	// over the limit is closed without an answer.
 	maxRefusing = 64
-	// refuseLogEvery spaces the warnings about refused connections.
-	refuseLogEvery = time.Minute
+	// limitLogEvery spaces the warnings about evicted and refused
+	// connections.
+	limitLogEvery = time.Minute
 )
 
 // refusal is what a connection over the limit reads before it is closed.
@@ -31,42 +33,124 @@ var refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 	"\r\n" +
 	"the gateway has too many connections; try again soon")
 
-// limitListener accepts at most max open connections. A connection beyond
-// them is answered 503 with Connection: close and closed, on its own
-// goroutine, while Accept goes on; the connections already open are not
-// touched. A connection counts until it is closed.
-type limitListener struct {
-	net.Listener
-	max      int64
-	log      *slog.Logger
-	open     atomic.Int64
+// connPhase is where a limited connection is in net/http's life cycle.
+type connPhase uint8
+
+const (
+	// phaseWaiting: accepted (http.StateNew) or between keep-alive
+	// requests (http.StateIdle). Such a connection may be evicted when
+	// it has read no byte since it began waiting.
+	phaseWaiting connPhase = iota
+	// phaseBusy: serving a request (http.StateActive) or taken over by
+	// the handler (http.StateHijacked). Never evicted.
+	phaseBusy
+)
+
+// connLimit keeps at most max client connections open. It is both the
+// listener's wrapper (Listen) and the server's http.Server.ConnState hook
+// (ConnState), which must be installed together: the hook tells the limit
+// which connections are serving a request.
+//
+// At the limit, a new connection first evicts the connection that has
+// waited longest without sending a byte: one accepted that has sent
+// nothing yet, or one idle between keep-alive requests. It is closed, as
+// net/http's own idle timeout would close it. Only when every open
+// connection is busy (a request in flight, or a request head arriving)
+// is the new one answered 503 with Connection: close and closed, on its
+// own goroutine, while Accept goes on. So idle or silent peers cannot
+// lock new clients out; only requests in flight can.
+type connLimit struct {
+	max int
+	log *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{}
+
 	refusing atomic.Int64
 	lastLog  atomic.Int64 // unix nanoseconds of the last warning
 }
 
-func newLimitListener(ln net.Listener, max int, logger *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max), log: logger}
+func newConnLimit(max int, logger *slog.Logger) *connLimit {
+	return &connLimit{max: max, log: logger, conns: make(map[*limitedConn]struct{})}
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) <= l.max {
-			return &limitedConn{Conn: c, l: l}, nil
-		}
-		l.open.Add(-1)
-		l.refuse(c)
+// Listen wraps ln: its Accept counts the connections against the limit.
+func (l *connLimit) Listen(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, l: l}
+}
+
+// ConnState is the server's http.Server.ConnState hook.
+func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	switch s {
+	case http.StateNew, http.StateIdle:
+		l.mu.Lock()
+		lc.phase, lc.since = phaseWaiting, time.Now()
+		lc.read.Store(false)
+		l.mu.Unlock()
+	case http.StateActive, http.StateHijacked:
+		l.mu.Lock()
+		lc.phase = phaseBusy
+		l.mu.Unlock()
+	case http.StateClosed:
+		l.drop(lc)
 	}
 }
 
-func (l *limitListener) refuse(c net.Conn) {
+// Open is the number of connections counted against the limit.
+func (l *connLimit) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// admit counts c in, evicting the longest-waiting silent connection if
+// the limit is reached; it returns nil when every connection is busy.
+func (l *connLimit) admit(c net.Conn) *limitedConn {
+	lc := &limitedConn{Conn: c, l: l, phase: phaseWaiting, since: time.Now()}
+	var victim *limitedConn
+	l.mu.Lock()
+	if len(l.conns) >= l.max {
+		for o := range l.conns {
+			if o.phase == phaseWaiting && !o.read.Load() && (victim == nil || o.since.Before(victim.since)) {
+				victim = o
+			}
+		}
+		if victim == nil {
+			l.mu.Unlock()
+			return nil
+		}
+		delete(l.conns, victim)
+	}
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	if victim != nil {
+		l.warn(fmt.Sprintf("%d connections open: closing the one that waited longest without a request to make room (see --max-connections)", l.max),
+			"closed", victim.RemoteAddr().String(), "waited", time.Since(victim.since).Round(time.Millisecond), "new", c.RemoteAddr().String())
+		victim.Close()
+	}
+	return lc
+}
+
+func (l *connLimit) drop(lc *limitedConn) {
+	l.mu.Lock()
+	delete(l.conns, lc)
+	l.mu.Unlock()
+}
+
+// warn logs at most one warning per limitLogEvery.
+func (l *connLimit) warn(msg string, args ...any) {
 	now := time.Now().UnixNano()
-	if last := l.lastLog.Load(); now-last >= int64(refuseLogEvery) && l.lastLog.CompareAndSwap(last, now) {
-		l.log.Warn(fmt.Sprintf("refusing connections beyond %d open ones with 503 (see --max-connections)", l.max), "remote", c.RemoteAddr().String())
+	if last := l.lastLog.Load(); now-last >= int64(limitLogEvery) && l.lastLog.CompareAndSwap(last, now) {
+		l.log.Warn(msg, args...)
 	}
+}
+
+func (l *connLimit) refuse(c net.Conn) {
+	l.warn(fmt.Sprintf("%d connections open, all serving requests: refusing new ones with 503 (see --max-connections)", l.max), "remote", c.RemoteAddr().String())
 	if l.refusing.Add(1) > maxRefusing {
 		l.refusing.Add(-1)
 		c.Close()
@@ -95,16 +179,49 @@ func (l *limitListener) refuse(c net.Conn) {
 	}()
 }
 
-// limitedConn gives its place back when it is closed.
+// limitListener is a listener under a connLimit.
+type limitListener struct {
+	net.Listener
+	l *connLimit
+}
+
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if lc := ll.l.admit(c); lc != nil {
+			return lc, nil
+		}
+		ll.l.refuse(c)
+	}
+}
+
+// limitedConn is a connection counted by a connLimit; it gives its place
+// back when it is closed.
 type limitedConn struct {
 	net.Conn
-	l    *limitListener
+	l    *connLimit
 	once sync.Once
+	read atomic.Bool // a byte was read since the connection began waiting
+
+	// guarded by l.mu
+	phase connPhase
+	since time.Time // when the connection began waiting
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read.Store(true)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() { c.l.drop(c) })
 	return err
 }
 

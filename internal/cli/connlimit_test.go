@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,48 @@ import (
 	"testing"
 	"time"
 )
+
+// limitServer serves, under a connection limit of max, GET /health ("ok")
+// and GET /block, which answers "released" once release is closed and
+// sends on entered when it begins.
+type limitServer struct {
+	addr    string
+	limit   *connLimit
+	entered chan struct{}
+	release chan struct{}
+}
+
+func startLimitServer(t *testing.T, max int) *limitServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &limitServer{addr: ln.Addr().String(), entered: make(chan struct{}, 64), release: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("GET /block", func(w http.ResponseWriter, r *http.Request) {
+		s.entered <- struct{}{}
+		<-s.release
+		io.WriteString(w, "released")
+	})
+	f := httpFlags{readHeaderTimeout: 10 * time.Second, idleTimeout: time.Minute, maxHeaderBytes: 1 << 20, maxConnections: max}
+	srv, sl := f.server(mux, ln, slog.New(slog.DiscardHandler))
+	if srv.ConnState == nil {
+		t.Fatal("server() with --max-connections set no ConnState hook: the limit cannot tell idle connections from busy ones")
+	}
+	s.limit = sl.(*limitListener).l
+	go srv.Serve(sl)
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+		srv.Shutdown(context.Background())
+	})
+	return s
+}
 
 // limitClient is one raw keep-alive connection to the server.
 type limitClient struct {
@@ -25,16 +68,19 @@ func dialLimit(t *testing.T, addr string) *limitClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second)) // a hang, not a timing
 	return &limitClient{c: c, br: bufio.NewReader(c)}
 }
 
-// get sends GET /health on the connection and returns the response, its
-// body read.
-func (lc *limitClient) get(t *testing.T) (*http.Response, string) {
+func (lc *limitClient) send(t *testing.T, path string) {
 	t.Helper()
-	if _, err := io.WriteString(lc.c, "GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(lc.c, "GET "+path+" HTTP/1.1\r\nHost: gateway\r\n\r\n"); err != nil {
 		t.Fatalf("writing the request: %v", err)
 	}
+}
+
+func (lc *limitClient) read(t *testing.T) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.ReadResponse(lc.br, nil)
 	if err != nil {
 		t.Fatalf("reading the response: %v", err)
@@ -46,56 +92,136 @@ func (lc *limitClient) get(t *testing.T) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// Beyond --max-connections, a new connection is answered 503 with
-// Connection: close and closed; the connections already open keep being
-// served, and a closed one gives its place back.
-func TestConnectionLimit(t *testing.T) {
+// get sends GET path on the connection and returns the response, its body read.
+func (lc *limitClient) get(t *testing.T, path string) (*http.Response, string) {
+	t.Helper()
+	lc.send(t, path)
+	return lc.read(t)
+}
+
+func (lc *limitClient) mustGet(t *testing.T, what string) {
+	t.Helper()
+	if resp, body := lc.get(t, "/health"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("%s: %s %q, want 200 ok", what, resp.Status, body)
+	}
+}
+
+// closed reports whether the server closed the connection (EOF) rather
+// than leaving it open.
+func (lc *limitClient) closed() (bool, error) {
+	n, err := lc.br.Read(make([]byte, 1))
+	return n == 0 && err == io.EOF, err
+}
+
+// anyRead reports whether a waiting connection has read a byte.
+func (l *connLimit) anyRead() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		if c.phase == phaseWaiting && c.read.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// waitOpen waits until the limit counts n connections: the server accepts
+// on its own time.
+func (s *limitServer) waitOpen(t *testing.T, n int) {
+	t.Helper()
+	for s.limit.Open() != n {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// At the limit, a new client is served: it evicts the connection that has
+// waited longest without a byte, whether it never sent anything or is idle
+// between keep-alive requests; the others stay open and served.
+func TestConnectionLimitEvictsIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		oldest func(t *testing.T, lc *limitClient) // what the first connection does
+	}{
+		{"silent since connecting", func(t *testing.T, lc *limitClient) {}},
+		{"idle after a keep-alive request", func(t *testing.T, lc *limitClient) { lc.mustGet(t, "keep-alive request") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit = 3
+			s := startLimitServer(t, limit)
+			oldest := dialLimit(t, s.addr)
+			tc.oldest(t, oldest)
+			s.waitOpen(t, 1)
+			var others []*limitClient
+			for i := 1; i < limit; i++ {
+				lc := dialLimit(t, s.addr)
+				lc.mustGet(t, "filling the limit")
+				others = append(others, lc)
+			}
+
+			newcomer := dialLimit(t, s.addr)
+			newcomer.mustGet(t, "a new client at the limit")
+			if ok, err := oldest.closed(); !ok {
+				t.Errorf("the connection idle longest: read %v; want it closed (EOF) to make room", err)
+			}
+			for i, lc := range others {
+				lc.mustGet(t, fmt.Sprintf("connection %d, after the eviction", i+2))
+			}
+			if n := s.limit.Open(); n != limit {
+				t.Errorf("%d connections counted, want %d", n, limit)
+			}
+		})
+	}
+}
+
+// At the limit with every connection serving a request, or sending a
+// request head, a new connection is answered 503 with Connection: close
+// and closed; the requests in flight finish, and a closed connection gives
+// its place back.
+func TestConnectionLimitAllBusy(t *testing.T) {
 	const limit = 3
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	s := startLimitServer(t, limit)
+	var busy []*limitClient
+	for range limit - 1 {
+		lc := dialLimit(t, s.addr)
+		lc.send(t, "/block")
+		<-s.entered
+		busy = append(busy, lc)
+	}
+	// The last one is sending its head slowly: it has sent bytes, so it is
+	// serving a request, not idle.
+	partial := dialLimit(t, s.addr)
+	if _, err := io.WriteString(partial.c, "GET /health HTTP/1.1\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	f := httpFlags{readHeaderTimeout: 10 * time.Second, idleTimeout: time.Minute, maxHeaderBytes: 1 << 20, maxConnections: limit}
-	logger := slog.New(slog.DiscardHandler)
-	srv := f.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), logger)
-	go srv.Serve(f.listener(ln, logger))
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := ln.Addr().String()
-
-	var open []*limitClient
-	for i := range limit {
-		lc := dialLimit(t, addr)
-		if resp, body := lc.get(t); resp.StatusCode != 200 || body != "ok" {
-			t.Fatalf("connection %d of %d: %s %q, want 200 ok", i+1, limit, resp.Status, body)
-		}
-		open = append(open, lc)
+	for !s.limit.anyRead() {
+		time.Sleep(time.Millisecond)
 	}
 
-	extra := dialLimit(t, addr)
-	resp, body := extra.get(t)
+	extra := dialLimit(t, s.addr)
+	resp, body := extra.get(t, "/health")
 	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || !strings.Contains(body, "too many connections") {
 		t.Errorf("connection %d: %s (Connection: %q) %q; want 503 with Connection: close", limit+1, resp.Status, resp.Header.Get("Connection"), body)
 	}
-	if n, err := extra.br.Read(make([]byte, 1)); err != io.EOF {
-		t.Errorf("connection %d after its 503: read %d bytes, %v; want it closed (EOF)", limit+1, n, err)
+	if ok, err := extra.closed(); !ok {
+		t.Errorf("connection %d after its 503: read %v; want it closed (EOF)", limit+1, err)
 	}
 
-	for i, lc := range open {
-		if resp, body := lc.get(t); resp.StatusCode != 200 || body != "ok" {
-			t.Errorf("connection %d, second request after the refusal: %s %q, want 200 ok", i+1, resp.Status, body)
+	close(s.release)
+	for i, lc := range busy {
+		if resp, body := lc.read(t); resp.StatusCode != 200 || body != "released" {
+			t.Errorf("busy connection %d: %s %q, want 200 released", i+1, resp.Status, body)
 		}
+	}
+	if _, err := io.WriteString(partial.c, "Host: gateway\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := partial.read(t); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("the connection with the slow head: %s %q, want 200 ok", resp.Status, body)
 	}
 
 	// A closed connection gives its place back once the server has seen it
-	// close, which it does on its own time: try until the test's deadline.
-	open[0].c.Close()
-	for {
-		lc := dialLimit(t, addr)
-		resp, _ := lc.get(t)
-		if resp.StatusCode == 200 {
-			break
-		}
-		lc.c.Close()
-		time.Sleep(10 * time.Millisecond)
-	}
+	// close, which it does on its own time.
+	busy[0].c.Close()
+	s.waitOpen(t, limit-1)
+	dialLimit(t, s.addr).mustGet(t, "a new client after a connection closed")
 }

@@ -163,7 +163,7 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's head, from connecting or from the request's first byte (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection is kept open (0: the read header timeout)")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 1<<20, "largest request head accepted (431 beyond)")
-	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more is answered 503 and closed (0: no limit)")
+	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the longest idle one, or is answered 503 if all are serving requests (0: no limit)")
 	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
 	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond is answered 503 (0: no limit)")
@@ -201,24 +201,24 @@ func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
 	h.Logger = logger
 }
 
-// server returns net/http's server for handler with the flags' timeouts.
-// It sets no WriteTimeout: a response may be a stream that lasts as long
-// as its session (the front bounds a stalled write itself, with
-// http.ResponseController's write deadline).
-func (f *httpFlags) server(handler http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
+// server returns net/http's server for handler with the flags' timeouts,
+// and ln under the connection limit: serve the one on the other (the
+// limit's ConnState hook, installed on the server, tells it which
+// connections are serving a request). It sets no WriteTimeout: a response
+// may be a stream that lasts as long as its session (the front bounds a
+// stalled write itself, with http.ResponseController's write deadline).
+func (f *httpFlags) server(handler http.Handler, ln net.Listener, logger *slog.Logger) (*http.Server, net.Listener) {
+	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,
 		MaxHeaderBytes:    f.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-}
-
-// listener wraps ln with the connection limit.
-func (f *httpFlags) listener(ln net.Listener, logger *slog.Logger) net.Listener {
 	if f.maxConnections <= 0 {
-		return ln
+		return srv, ln
 	}
-	return newLimitListener(ln, f.maxConnections, logger)
+	limit := newConnLimit(f.maxConnections, logger)
+	srv.ConnState = limit.ConnState
+	return srv, limit.Listen(ln)
 }

@@ -50,7 +50,7 @@ func TestHTTPFlags(t *testing.T) {
 	if h.SlowClientTimeout != want.slowClientTimeout || h.SessionIdleTimeout != want.sessionIdleTimeout || h.MaxSessions != want.maxSessions || h.Logger != logger {
 		t.Errorf("front.Handler: SlowClientTimeout %v, SessionIdleTimeout %v, MaxSessions %d, Logger set %v", h.SlowClientTimeout, h.SessionIdleTimeout, h.MaxSessions, h.Logger == logger)
 	}
-	srv := want.server(&h, logger)
+	srv, _ := want.server(&h, nil, logger)
 	if srv.ReadHeaderTimeout != want.readHeaderTimeout || srv.IdleTimeout != want.idleTimeout || srv.MaxHeaderBytes != want.maxHeaderBytes ||
 		srv.WriteTimeout != 0 || srv.ReadTimeout != 0 || srv.ErrorLog == nil {
 		t.Errorf("http.Server = %+v; want the flags' timeouts, no read or write timeout (streams), an ErrorLog", srv)
@@ -78,8 +78,8 @@ func TestReadHeaderTimeout(t *testing.T) {
 	}
 	f := httpFlags{readHeaderTimeout: 100 * time.Millisecond, idleTimeout: time.Minute, maxHeaderBytes: 1 << 20, maxConnections: 10}
 	logger := slog.New(slog.DiscardHandler)
-	srv := f.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), logger)
-	go srv.Serve(f.listener(ln, logger))
+	srv, sl := f.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), ln, logger)
+	go srv.Serve(sl)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 
 	c, err := net.Dial("tcp", ln.Addr().String())

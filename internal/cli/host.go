@@ -123,10 +123,10 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	if fh, ok := h.Handler().(*front.Handler); ok {
 		hf.configure(fh, logger)
 	}
-	mcpSrv := hf.server(h.Handler(), logger)
+	mcpSrv, mcpLn := hf.server(h.Handler(), ln, logger)
 	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
-	go func() { served <- mcpSrv.Serve(hf.listener(ln, logger)) }()
+	go func() { served <- mcpSrv.Serve(mcpLn) }()
 	go func() { served <- ctlSrv.Serve(control) }()
 	logger.Info("mcp-gateway host is ready", "url", url, "state_dir", *stateDir, "control", filepath.Join(*stateDir, host.SocketFile))
 

@@ -287,9 +287,9 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 		},
 	}
 	g.http.configure(handler, logger)
-	srv := g.http.server(handler, logger)
+	srv, sl := g.http.server(handler, ln, logger)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(g.http.listener(ln, logger)) }()
+	go func() { served <- srv.Serve(sl) }()
 
 	port := ln.Addr().(*net.TCPAddr).Port
 	took := time.Since(began)
