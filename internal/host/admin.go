@@ -176,7 +176,11 @@ func (h *Host) remote(ctx context.Context, srv *registry.Server, req ServerReque
 		if srv.Headers == nil {
 			srv.Headers = map[string]string{}
 		}
-		srv.Headers[http.CanonicalHeaderKey(name)] = value
+		key := http.CanonicalHeaderKey(name)
+		if _, dup := srv.Headers[key]; dup {
+			return nil, fmt.Errorf("mcp server %q: header %s is given twice (header names are case-insensitive): give each header once", srv.Name, key)
+		}
+		srv.Headers[key] = value
 	}
 	return h.addressWarnings(ctx, srv.Name, u), nil
 }
@@ -197,11 +201,16 @@ func local(srv *registry.Server, req ServerRequest) error {
 			return fmt.Errorf("mcp server %q: argument %d: %w", srv.Name, i+1, err)
 		}
 	}
+	seen := map[string]bool{}
 	for _, kv := range req.Env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || !envName(name) {
 			return fmt.Errorf("mcp server %q: --env %q: write NAME=value, NAME made of letters, digits and '_'", srv.Name, name)
 		}
+		if seen[name] {
+			return fmt.Errorf("mcp server %q: --env %s is given twice: give each variable once", srv.Name, name)
+		}
+		seen[name] = true
 		keys, err := mcpconfig.PlaceholderNames(value)
 		if err != nil {
 			return fmt.Errorf("mcp server %q: env %s: %w", srv.Name, name, err)

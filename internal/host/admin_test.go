@@ -1,6 +1,13 @@
 package host
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/attach"
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+)
 
 func TestCredentialName(t *testing.T) {
 	for name, want := range map[string]bool{
@@ -25,5 +32,26 @@ func TestScalar(t *testing.T) {
 	}
 	if _, _, err := scalar([]byte(`{"a":1}`)); err == nil {
 		t.Error("an object was accepted")
+	}
+}
+
+// A header or variable given twice is refused, naming it, rather than the
+// last one silently kept.
+func TestServerRepeatedNames(t *testing.T) {
+	h := &Host{opts: Options{Attach: attach.Options{Guard: &netguard.Policy{AllowAll: true}}}}
+	tests := []struct {
+		req  ServerRequest
+		want string // "" accepted
+	}{
+		{ServerRequest{Name: "r", URL: "http://127.0.0.1:1/mcp", Headers: []string{"X-Team: a", "x-team: b"}}, "header X-Team is given twice"},
+		{ServerRequest{Name: "r", URL: "http://127.0.0.1:1/mcp", Headers: []string{"X-Team: a", "Accept: a, b"}}, ""},
+		{ServerRequest{Name: "l", Command: "c", Env: []string{"A=1", "A=2"}}, "--env A is given twice"},
+		{ServerRequest{Name: "l", Command: "c", Env: []string{"A=1", "a=2"}}, ""},
+	}
+	for _, tt := range tests {
+		_, _, err := h.buildServer(context.Background(), tt.req)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%+v: %v, want %q", tt.req, err, tt.want)
+		}
 	}
 }
