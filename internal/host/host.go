@@ -46,6 +46,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// MaxBodyBytes bounds an MCP request body; 0 is the front's default.
 	MaxBodyBytes int64
+	// Store is the state directory's store, already opened (and so
+	// locked) by the caller, who takes the lock before binding its port;
+	// nil: Open opens Dir's. The Host closes it.
+	Store *registry.Store
 	// Fetch reads a metadata URL (a registry entry or server.json); nil
 	// means an HTTP GET with a 30 s timeout.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
@@ -102,9 +106,12 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		opts.Fetch = httpGet
 	}
 	opts.Router.Logger = opts.Attach.Logger
-	store, err := registry.Open(opts.Dir)
-	if err != nil {
-		return nil, err
+	store := opts.Store
+	if store == nil {
+		var err error
+		if store, err = registry.Open(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	st, err := store.Load()
 	if err != nil {

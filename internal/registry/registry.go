@@ -172,6 +172,23 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir, lock: f}, nil
 }
 
+// Holder reports whether a daemon holds dir's lock, and its pid as it
+// wrote it: a daemon that holds it is running or starting.
+func Holder(dir string) (pid string, held bool) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return "", false
+	}
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), true
+}
+
 // Dir is the state directory.
 func (s *Store) Dir() string { return s.dir }
 

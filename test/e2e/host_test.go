@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,6 +477,54 @@ func TestHostStateProblems(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(state, "control.sock"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("control socket: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// A second daemon on the same port, with its own state directory, names
+// the one running; one on the same port and directory is told about the
+// directory (the lock is taken before the port). --log-file keeps the
+// daemon's log off its standard error.
+func TestHostSecondDaemon(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	first := startHost(t, state)
+	u, err := url.Parse(first.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	out, err := exec.Command(gatewayBin, "host", "--state-dir", filepath.Join(t.TempDir(), "other"), "--port", port).CombinedOutput()
+	want := fmt.Sprintf("another mcp-gateway host (pid %d) listens on port %s", first.cmd.Process.Pid, port)
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("a second host on the same port: exit %d\n%s\nwant %q", code, out, want)
+	}
+	out, err = exec.Command(gatewayBin, "host", "--state-dir", state, "--port", port).CombinedOutput()
+	want = fmt.Sprintf("another mcp-gateway host (pid %d) uses %s", first.cmd.Process.Pid, state)
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("a second host on the same port and state directory: exit %d\n%s\nwant %q", code, out, want)
+	}
+
+	logFile := filepath.Join(t.TempDir(), "host.log")
+	cmd := exec.Command(gatewayBin, "host", "--state-dir", filepath.Join(t.TempDir(), "third"), "--port", "0", "--log-file", logFile)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gw{t: t, pid: cmd.Process.Pid}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "mcp-gateway host is ready") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.stop()
+	_ = cmd.Wait()
+	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "mcp-gateway host is ready") || !strings.Contains(string(b), "shutting down") {
+		t.Errorf("--log-file holds %q", b)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("with --log-file the daemon wrote to its stdout/stderr: %q", stderr.String())
 	}
 }
 
