@@ -168,8 +168,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 			synopsis: "add NAME (--url URL | --command CMD | --metadata URL) [flags] [-- ARGS...]",
 			text: `Register a server on the host: a remote one (--url, with --header 'Name: value'
 whose ${name} placeholders name secrets mcp:<server>:<name>), a local command run
-once per sandbox (--command, --args, --dir, --env), or an MCP registry entry or
-server.json whose npm or PyPI package runs through npx or uvx (--metadata).
+once per sandbox (--command, --args, --dir, --env), or an MCP registry entry,
+server.json or server.yaml whose npm or PyPI package runs through npx or uvx
+(--metadata).
 Credential headers and variables must use a placeholder; store the value with
 'mcp-gateway secret set'.`,
 			flags: func(fs *flag.FlagSet) {
@@ -182,7 +183,8 @@ Credential headers and variables must use a placeholder; store the value with
 				fs.StringVar(&req.Dir, "dir", "", "the command's working `directory`")
 				fs.Var(&env, "env", "an environment variable `NAME=value` of the command (repeatable, one variable each)")
 				fs.Var(&props, "property", "environment `variables` a sandbox may set with mcp-config-set, comma-separated or repeated")
-				fs.StringVar(&req.Metadata, "metadata", "", "`url` (or file) of an MCP registry entry or server.json")
+				fs.StringVar(&req.Metadata, "metadata", "", "`url` (or file) of an MCP registry entry, server.json or server.yaml")
+				fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
 				fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {

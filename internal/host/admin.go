@@ -39,7 +39,11 @@ type ServerRequest struct {
 	Env     []string `json:"env,omitempty"`        // "NAME=value", values may hold ${secret}
 	Props   []string `json:"properties,omitempty"` // environment variables a sandbox may set (mcp-config-set)
 
-	Metadata string `json:"metadata,omitempty"` // a registry entry's or server.json's URL (or file)
+	Metadata string `json:"metadata,omitempty"` // a registry entry's, server.json's or server.yaml's URL (or file)
+
+	// AllowPrivateAddress lets the server's URL (and its metadata URL)
+	// reach private, loopback and link-local addresses without a warning.
+	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
 
 	// Replace replaces a registration of the same name, keeping its
 	// attachments (their instances restart).
@@ -118,7 +122,10 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if kinds != 1 {
 		return nil, nil, fmt.Errorf("mcp server %q: give exactly one of --url (a remote server), --command (a local one) or --metadata (a registry entry or server.json)", req.Name)
 	}
-	srv := &registry.Server{Name: req.Name, Description: req.Description, Added: time.Now().UTC().Truncate(time.Second)}
+	if req.AllowPrivateAddress && req.Command != "" {
+		return nil, nil, fmt.Errorf("mcp server %q: --allow-private-address is for a server reached over the network (--url, or a --metadata URL), not a --command", req.Name)
+	}
+	srv := &registry.Server{Name: req.Name, Description: req.Description, AllowPrivateAddress: req.AllowPrivateAddress, Added: time.Now().UTC().Truncate(time.Second)}
 	var warnings []string
 	switch {
 	case req.URL != "":
@@ -182,7 +189,7 @@ func (h *Host) remote(ctx context.Context, srv *registry.Server, req ServerReque
 		}
 		srv.Headers[key] = value
 	}
-	return h.addressWarnings(ctx, srv.Name, u), nil
+	return h.addressWarnings(ctx, srv, u), nil
 }
 
 // local checks and fills a local registration's environment and properties.
@@ -237,7 +244,7 @@ func local(srv *registry.Server, req ServerRequest) error {
 
 // fromMetadata reads a registry entry or server.json into a local registration.
 func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) error {
-	data, err := h.readMetadata(ctx, req.Metadata)
+	data, err := h.readMetadata(ctx, srv, req.Metadata)
 	if err != nil {
 		return fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
 	}
@@ -265,23 +272,45 @@ func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req Serve
 	return nil
 }
 
-func (h *Host) readMetadata(ctx context.Context, ref string) ([]byte, error) {
+func (h *Host) readMetadata(ctx context.Context, srv *registry.Server, ref string) ([]byte, error) {
 	if !strings.HasPrefix(ref, "http://") && !strings.HasPrefix(ref, "https://") {
 		return os.ReadFile(strings.TrimPrefix(ref, "file://"))
 	}
-	return h.opts.Fetch(ctx, ref)
+	if h.opts.Fetch != nil {
+		return h.opts.Fetch(ctx, ref)
+	}
+	return fetchMetadata(ctx, h.guard(srv), srv.Name, ref)
 }
 
-// httpGet reads a metadata URL.
-func httpGet(ctx context.Context, rawURL string) ([]byte, error) {
+// guard is the address policy of a server's connections: the daemon's, or
+// its own override (--allow-private-address).
+func (h *Host) guard(srv *registry.Server) *netguard.Policy {
+	if srv.AllowPrivateAddress {
+		return h.privateGuard
+	}
+	return h.opts.Attach.Guard
+}
+
+// fetchMetadata reads a metadata URL through the address checks a server's
+// URL gets: before the request, and at every connection (redirects too),
+// so neither the URL nor DNS can lead it to a refused address.
+func fetchMetadata(ctx context.Context, guard *netguard.Policy, server, rawURL string) ([]byte, error) {
+	if err := guard.CheckURL(ctx, server, rawURL); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
+	client := &http.Client{Transport: &http.Transport{
+		DialContext:         guard.DialContext(server, &net.Dialer{Timeout: 10 * time.Second}),
+		TLSHandshakeTimeout: 10 * time.Second,
+	}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +323,9 @@ func httpGet(ctx context.Context, rawURL string) ([]byte, error) {
 
 // addressWarnings are the address checks at registration: what the URL's
 // host resolves to now. Connections are checked again at every dial.
-func (h *Host) addressWarnings(ctx context.Context, name string, u *url.URL) []string {
-	if h.opts.Attach.Guard != nil && h.opts.Attach.Guard.AllowAll {
+func (h *Host) addressWarnings(ctx context.Context, srv *registry.Server, u *url.URL) []string {
+	guard := h.guard(srv)
+	if guard != nil && guard.AllowAll {
 		return nil
 	}
 	host := u.Hostname()
@@ -312,10 +342,12 @@ func (h *Host) addressWarnings(ctx context.Context, name string, u *url.URL) []s
 	var warnings []string
 	for _, ip := range ips {
 		switch c := netguard.Classify(ip); {
+		case guard.Allow(ip) == nil && srv.AllowPrivateAddress:
+			// the server's own override: no warning
 		case c.Refused():
-			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: connections to it are refused unless the host runs with --allow-any-address", host, ip, c))
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: connections to it are refused unless the host runs with --allow-any-address%s", host, ip, c, map[bool]string{true: "", false: " (or, for a link-local one, the server is registered with --allow-private-address)"}[c == netguard.Metadata]))
 		case c.Warned():
-			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: allowed, but DNS rebinding remains a risk", host, ip, c))
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: allowed, but DNS rebinding remains a risk (--allow-private-address registers it without this warning)", host, ip, c))
 		}
 	}
 	return warnings

@@ -55,3 +55,26 @@ func TestServerRepeatedNames(t *testing.T) {
 		}
 	}
 }
+
+// A metadata URL goes through the address checks of a server's URL: a
+// cloud-metadata or link-local address is refused before any connection,
+// also for a server registered with --allow-private-address (metadata).
+func TestMetadataURLChecked(t *testing.T) {
+	guard := &netguard.Policy{}
+	h := &Host{opts: Options{Attach: attach.Options{Guard: guard}}, privateGuard: &netguard.Policy{AllowPrivate: true}}
+	tests := []struct {
+		url          string
+		allowPrivate bool
+		want         string
+	}{
+		{"http://169.254.169.254/latest/meta-data", false, "cloud metadata address"},
+		{"http://169.254.169.254/latest/meta-data", true, "cloud metadata address"},
+		{"http://[fe80::1]:9/server.json", false, "link-local address"},
+	}
+	for _, tt := range tests {
+		_, _, err := h.buildServer(context.Background(), ServerRequest{Name: "m", Metadata: tt.url, AllowPrivateAddress: tt.allowPrivate})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("--metadata %s (allow private %v): %v, want %q", tt.url, tt.allowPrivate, err, tt.want)
+		}
+	}
+}

@@ -50,8 +50,9 @@ type Options struct {
 	// locked) by the caller, who takes the lock before binding its port;
 	// nil: Open opens Dir's. The Host closes it.
 	Store *registry.Store
-	// Fetch reads a metadata URL (a registry entry or server.json); nil
-	// means an HTTP GET with a 30 s timeout.
+	// Fetch reads a metadata URL (a registry entry, server.json or
+	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
+	// address checks of the server's URL.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
 }
 
@@ -63,6 +64,9 @@ type Host struct {
 	store   *registry.Store
 	secrets *secrets.Store
 	front   *front.Handler
+	// privateGuard is the address policy of the servers registered with
+	// --allow-private-address.
+	privateGuard *netguard.Policy
 
 	// mu serializes every change (the control socket's commands and the
 	// built-in tools that change state), so two commands at once lose
@@ -102,9 +106,6 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
-	if opts.Fetch == nil {
-		opts.Fetch = httpGet
-	}
 	opts.Router.Logger = opts.Attach.Logger
 	store := opts.Store
 	if store == nil {
@@ -124,7 +125,8 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
-		sandboxes: map[string]*sandbox{}, closed: make(chan struct{})}
+		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
+		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
 	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes}
 
 	var wg sync.WaitGroup
@@ -237,7 +239,9 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("mcp server %q: its directory: %w", srv.Name, err)
 	}
-	attach.Add(gw, spec, lookup, h.opts.Attach)
+	o := h.opts.Attach
+	o.Guard = h.guard(srv)
+	attach.Add(gw, spec, lookup, o)
 	return nil
 }
 

@@ -44,6 +44,10 @@ type Server struct {
 	URL       string            `json:"url,omitempty"`
 	Transport string            `json:"transport,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// AllowPrivateAddress lets this server's connections (and its
+	// metadata URL's) reach private, loopback and link-local addresses
+	// without a warning; cloud-metadata ones stay refused.
+	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
 
 	// A local server: the command run once per sandbox, its arguments,
 	// working directory and environment (values may hold ${name}

@@ -570,4 +570,29 @@ func TestHostMetadataRegistration(t *testing.T) {
 	}))
 	defer bad.Close()
 	h.failCLI("register its remote with --url instead", "", "server", "add", "remote-only", "--metadata", bad.URL)
+
+	// The same entry as a server.yaml.
+	yamlEntry := "server:\n  name: io.github.modelcontextprotocol/server-memory\n  description: Knowledge graph memory (YAML)\n  version: 2026.8.31\n" +
+		"  packages:\n    - registryType: npm\n      identifier: \"@modelcontextprotocol/server-memory\"\n      version: 2026.8.31\n      transport: {type: stdio}\n"
+	ys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		fmt.Fprint(w, yamlEntry)
+	}))
+	defer ys.Close()
+	out = h.mustCLI("", "server", "add", "memyaml", "--metadata", ys.URL+"/server.yaml", "--allow-private-address")
+	if !strings.Contains(out, `registered mcp server "memyaml" (9 tools)`) {
+		t.Errorf("server add --metadata server.yaml: %s", out)
+	}
+	if out = h.mustCLI("", "server", "inspect", "memyaml"); !strings.Contains(out, `"description": "Knowledge graph memory (YAML)"`) || !strings.Contains(out, `"allowPrivateAddress": true`) {
+		t.Errorf("server inspect memyaml:\n%s", out)
+	}
+	// The metadata URL is checked like a server's: a cloud-metadata address is never fetched.
+	h.failCLI("169.254.169.254 is a cloud metadata address", "", "server", "add", "imds", "--metadata", "http://169.254.169.254/latest/server.json")
+	// A loopback server URL: a warning by default, none with the server's own override.
+	if out = h.mustCLI("", "server", "add", "loop", "--url", ys.URL+"/mcp"); !strings.Contains(out, "loopback address") {
+		t.Errorf("a loopback URL registered without a warning: %s", out)
+	}
+	if out = h.mustCLI("", "server", "add", "loop2", "--url", ys.URL+"/mcp", "--allow-private-address"); strings.Contains(out, "loopback") {
+		t.Errorf("a loopback URL registered with --allow-private-address still warns: %s", out)
+	}
 }
