@@ -2,8 +2,10 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
@@ -76,5 +78,30 @@ func TestMetadataURLChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("--metadata %s (allow private %v): %v, want %q", tt.url, tt.allowPrivate, err, tt.want)
 		}
+	}
+}
+
+// mcp-add's text names each tool with the first line of its description;
+// the definitions (input schemas) stay out of it.
+func TestAddText(t *testing.T) {
+	long := strings.Repeat("é", 200)
+	tools := []json.RawMessage{
+		json.RawMessage(`{"name":"create_entities","description":"Create entities.\nMore detail here.","inputSchema":{"type":"object","properties":{"entities":{"type":"array"}}}}`),
+		json.RawMessage(`{"name":"bare","inputSchema":{"type":"object"}}`),
+		json.RawMessage(`{"name":"long","description":"` + long + `","inputSchema":{"type":"object"}}`),
+	}
+	got := addText("Added", "memory", tools)
+	for _, want := range []string{`Added mcp server "memory" with 3 tools.`, "\n- create_entities: Create entities.\n- bare\n- long: é"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("addText lacks %q:\n%s", want, got)
+		}
+	}
+	for _, banned := range []string{"inputSchema", "More detail", "entities\":"} {
+		if strings.Contains(got, banned) {
+			t.Errorf("addText holds %q:\n%s", banned, got)
+		}
+	}
+	if line := got[strings.LastIndex(got, "- long: "):]; !strings.HasSuffix(line, "…") || len(line) > len("- long: ")+160+len("…") || !utf8.ValidString(line) {
+		t.Errorf("a long description is not cut to one short valid line: %q", line)
 	}
 }

@@ -240,9 +240,16 @@ func TestHostMode(t *testing.T) {
 	if len(findResult.Servers) == 0 || findResult.Servers[0].Name != "memory" || len(findResult.Servers) > 2 || findResult.Servers[0].Attached {
 		t.Errorf("mcp-find \"knowledge graph\" found %s, want memory first (not attached yet), at most 2", found)
 	}
-	got, isErr := callText(ctx, t, dync, "mcp-add", map[string]any{"name": "memory"})
-	if isErr || !strings.Contains(got, `Added mcp server "memory" with 9 tools`) || !strings.Contains(got, `"name":"create_entities"`) || !strings.Contains(got, `"inputSchema"`) {
-		t.Errorf("mcp-add memory: %s", got)
+	addRes, err := dync.CallTool(ctx, &mcp.CallToolParams{Name: "mcp-add", Arguments: map[string]any{"name": "memory"}})
+	if err != nil {
+		t.Fatalf("mcp-add memory: %v", err)
+	}
+	got := text(addRes)
+	if addRes.IsError || !strings.Contains(got, `Added mcp server "memory" with 9 tools`) || !strings.Contains(got, "\n- create_entities: Create multiple new entities") || strings.Contains(got, `"inputSchema"`) || len(got) > 2000 {
+		t.Errorf("mcp-add memory: its text should name the tools with one-line descriptions, without their definitions (%d bytes): %s", len(got), got)
+	}
+	if sc, _ := json.Marshal(addRes.StructuredContent); !strings.Contains(string(sc), `"name":"create_entities"`) || !strings.Contains(string(sc), `"inputSchema"`) {
+		t.Errorf("mcp-add memory: structuredContent lacks the definitions: %s", sc)
 	}
 	waitListChanged(t, changed, "mcp-add")
 	if got, _ := callText(ctx, t, dync, "mcp-find", map[string]any{"query": "knowledge graph"}); !strings.Contains(got, "1. memory (already added)") {
@@ -251,7 +258,7 @@ func TestHostMode(t *testing.T) {
 	if names := toolNames(ctx, t, dync); !slices.Contains(names, "create_entities") {
 		t.Errorf("after mcp-add: %v", names)
 	}
-	got, isErr = callText(ctx, t, dync, "mcp-config-set", map[string]any{"server": "memory", "config": map[string]any{"memory_file_path": filepath.Join(data, "dyn.jsonl")}})
+	got, isErr := callText(ctx, t, dync, "mcp-config-set", map[string]any{"server": "memory", "config": map[string]any{"memory_file_path": filepath.Join(data, "dyn.jsonl")}})
 	if isErr || !strings.Contains(got, "restarted") {
 		t.Errorf("mcp-config-set: %s", got)
 	}
