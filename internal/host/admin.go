@@ -442,8 +442,7 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 		return nil, err
 	}
 	for _, sb := range attached {
-		if _, had := sb.unattached[name]; had {
-			delete(sb.unattached, name)
+		if sb.clearUnattached(name) {
 			continue
 		}
 		if err := sb.gw.Router.Remove(name); err != nil {
@@ -596,7 +595,7 @@ func (h *Host) Sandboxes() []SandboxSummary {
 	for _, name := range sortedKeys(h.state.Sandboxes) {
 		rec, sb := h.state.Sandboxes[name], h.sandboxes[name]
 		status := sb.gw.Router.Status()
-		for server, why := range sb.unattached {
+		for server, why := range sb.unattachedNow() {
 			status[server] = gateway.ServerStatus{State: "failed", LastError: why}
 		}
 		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created})
@@ -694,8 +693,7 @@ func (h *Host) Unload(server, sandboxName string) error {
 		rec.Servers = prev
 		return err
 	}
-	if _, had := sb.unattached[server]; had {
-		delete(sb.unattached, server)
+	if sb.clearUnattached(server) {
 		return nil
 	}
 	return sb.gw.Router.Remove(server)
@@ -704,16 +702,15 @@ func (h *Host) Unload(server, sandboxName string) error {
 // restartInstance replaces a sandbox's instance of a server by a new one
 // (new configuration, new secret) and starts it.
 func (h *Host) restartInstance(ctx context.Context, sb *sandbox, server string) error {
-	if _, had := sb.unattached[server]; !had {
+	if !sb.clearUnattached(server) {
 		if err := sb.gw.Router.Remove(server); err != nil {
 			return err
 		}
 	}
 	if err := h.attachServer(sb, server); err != nil {
-		sb.unattached[server] = err.Error()
+		sb.setUnattached(server, err.Error())
 		return err
 	}
-	delete(sb.unattached, server)
 	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
 	return sb.gw.Router.StartServer(startCtx, server)

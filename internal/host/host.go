@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,6 +89,8 @@ type sandbox struct {
 	name string
 	mode string
 	gw   *gateway.Gateway
+	// unattachedMu guards unattached, which /health reads without h.mu.
+	unattachedMu sync.Mutex
 	// unattached holds why an attached server has no instance (its
 	// secret or a required property is missing), by server.
 	unattached map[string]string
@@ -196,8 +199,72 @@ func (h *Host) publishTokens() {
 	h.tokens.Store(&m)
 }
 
+func (sb *sandbox) setUnattached(server, why string) {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	sb.unattached[server] = why
+}
+
+// clearUnattached forgets why a server had no instance; had says it had none.
+func (sb *sandbox) clearUnattached(server string) (had bool) {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	_, had = sb.unattached[server]
+	delete(sb.unattached, server)
+	return had
+}
+
+func (sb *sandbox) unattachedNow() map[string]string {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	return maps.Clone(sb.unattached)
+}
+
+// SandboxHealth is one sandbox in the host's /health: its mode, its tool
+// count (built-in tools included) and each server's state and counts, as
+// the sandbox gateway's /health gives them but without error text (which
+// may name a path or a placeholder; `sandbox ls` shows it).
+type SandboxHealth struct {
+	Mode      string                  `json:"mode"`
+	Servers   []string                `json:"servers"`
+	Tools     int                     `json:"tools"`
+	Upstreams map[string]ServerHealth `json:"upstreams"`
+}
+
+// ServerHealth is one server of a sandbox in /health.
+type ServerHealth struct {
+	State    string `json:"state"` // ready, starting, failed
+	Tools    int    `json:"tools"`
+	Restarts uint64 `json:"restarts"`
+}
+
+// HealthSandboxes is the per-sandbox part of the host's /health, by
+// sandbox name. It takes no lock a command holds, so /health answers while
+// a sandbox's servers start.
+func (h *Host) HealthSandboxes() map[string]SandboxHealth {
+	out := map[string]SandboxHealth{}
+	for _, sb := range *h.tokens.Load() {
+		sh := SandboxHealth{Mode: sb.mode, Servers: []string{}, Upstreams: map[string]ServerHealth{}}
+		for name, st := range sb.gw.Router.Status() {
+			sh.Upstreams[name] = ServerHealth{State: st.State, Tools: st.Tools, Restarts: st.Restarts}
+		}
+		for name := range sb.unattachedNow() {
+			sh.Upstreams[name] = ServerHealth{State: "failed"}
+		}
+		for name := range sh.Upstreams {
+			sh.Servers = append(sh.Servers, name)
+		}
+		sh.Tools = sb.gw.Router.ToolCount()
+		slices.Sort(sh.Servers)
+		out[sb.name] = sh
+	}
+	return out
+}
+
+// health is the /health document: every sandbox with its servers' states.
 func (h *Host) health() any {
-	return map[string]any{"status": "ok", "sandboxes": len(*h.tokens.Load())}
+	sandboxes := h.HealthSandboxes()
+	return map[string]any{"status": "ok", "sandboxes": sandboxes}
 }
 
 // newSandbox builds a sandbox's gateway with its attached servers (not started).
@@ -210,7 +277,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	for _, name := range rec.Servers {
 		if err := h.attachServer(sb, name); err != nil {
 			h.log.Warn("a server attached to this sandbox cannot start", "sandbox", sb.name, "server", name, "err", err)
-			sb.unattached[name] = err.Error()
+			sb.setUnattached(name, err.Error())
 		}
 	}
 	return sb

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -311,6 +312,35 @@ func TestHostMode(t *testing.T) {
 	}
 	h.mustCLI("", "load", "tester", "--sandbox", "dyn")
 	waitListChanged(t, changed, "load tester again")
+
+	// /health gives every sandbox's servers and their states, no error text.
+	var health struct {
+		Status    string
+		Sandboxes map[string]struct {
+			Mode      string
+			Servers   []string
+			Tools     int
+			Upstreams map[string]map[string]any
+		}
+	}
+	resp, err := http.Get(strings.TrimSuffix(h.url, "/mcp") + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := json.Unmarshal(healthBody, &health); err != nil {
+		t.Fatalf("/health: %v: %s", err, healthBody)
+	}
+	stH, dynH := health.Sandboxes["st"], health.Sandboxes["dyn"]
+	if health.Status != "ok" || stH.Mode != "static" || !slices.Equal(stH.Servers, []string{"everything", "memory", "tester"}) ||
+		stH.Upstreams["memory"]["state"] != "ready" || stH.Upstreams["memory"]["tools"] != float64(9) || stH.Tools < 9 ||
+		dynH.Mode != "dynamic" || dynH.Upstreams["secured"]["state"] != "ready" {
+		t.Errorf("/health: %s", healthBody)
+	}
+	if strings.Contains(string(healthBody), "lastError") {
+		t.Errorf("/health shows error text: %s", healthBody)
+	}
 
 	// One sandbox's token never reaches another's servers.
 	if _, err := stc.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"}); err == nil || !strings.Contains(err.Error(), "Unknown tool: whoami") {
