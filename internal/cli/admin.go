@@ -185,6 +185,7 @@ Credential headers and variables must use a placeholder; store the value with
 				fs.Var(&props, "property", "environment `variables` a sandbox may set with mcp-config-set, comma-separated or repeated")
 				fs.StringVar(&req.Metadata, "metadata", "", "`url` (or file) of an MCP registry entry, server.json or server.yaml")
 				fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
+				fs.BoolVar(&req.PerClient, "per-client", false, "run a local server as a process per client session (its requests to the client then always reach the right one; ${client_dir} names the process's own directory) instead of one per sandbox")
 				fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {

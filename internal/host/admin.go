@@ -41,6 +41,10 @@ type ServerRequest struct {
 
 	Metadata string `json:"metadata,omitempty"` // a registry entry's, server.json's or server.yaml's URL (or file)
 
+	// PerClient runs a local server as a process per client session
+	// instead of one per sandbox.
+	PerClient bool `json:"perClient,omitempty"`
+
 	// AllowPrivateAddress lets the server's URL (and its metadata URL)
 	// reach private, loopback and link-local addresses without a warning.
 	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
@@ -125,7 +129,13 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if req.AllowPrivateAddress && req.Command != "" {
 		return nil, nil, fmt.Errorf("mcp server %q: --allow-private-address is for a server reached over the network (--url, or a --metadata URL), not a --command", req.Name)
 	}
+	if req.PerClient && req.URL != "" {
+		return nil, nil, fmt.Errorf("mcp server %q: --per-client is for a local server (--command or --metadata); a remote one already gets a session per client", req.Name)
+	}
 	srv := &registry.Server{Name: req.Name, Description: req.Description, AllowPrivateAddress: req.AllowPrivateAddress, Added: time.Now().UTC().Truncate(time.Second)}
+	if req.PerClient {
+		srv.Share = mcpconfig.SharePerClient
+	}
 	var warnings []string
 	switch {
 	case req.URL != "":
@@ -469,8 +479,8 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	if key == placeholderSandbox || key == placeholderSandboxDir {
-		return nil, fmt.Errorf("secret %s: ${%s} is reserved for the sandbox's %s; choose another name", name, key, map[string]string{placeholderSandbox: "name", placeholderSandboxDir: "directory"}[key])
+	if key == placeholderSandbox || key == placeholderSandboxDir || key == placeholderClientDir {
+		return nil, fmt.Errorf("secret %s: ${%s} is reserved for the %s; choose another name", name, key, map[string]string{placeholderSandbox: "sandbox's name", placeholderSandboxDir: "sandbox's directory", placeholderClientDir: "client's directory"}[key])
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -318,6 +318,9 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 const (
 	placeholderSandbox    = "sandbox"
 	placeholderSandboxDir = "sandbox_dir"
+	// placeholderClientDir is a per-client server's (--per-client) own
+	// directory per client session.
+	placeholderClientDir = "client_dir"
 )
 
 // SandboxesDir holds, in the state directory, each sandbox's directory per
@@ -353,6 +356,9 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 			return sandbox, sandbox != ""
 		case placeholderSandboxDir:
 			return dir, true
+		case placeholderClientDir:
+			// filled in by attach for each client's process
+			return "${" + attach.ClientDirEnv + "}", srv.Share == mcpconfig.SharePerClient
 		}
 		return secret(key)
 	}
@@ -389,7 +395,7 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 	if workDir == "" {
 		workDir = dir
 	}
-	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: workDir, Env: env}, nil
+	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: workDir, Env: env, Share: srv.Share}, nil
 }
 
 // secretLookup resolves a server's ${name} placeholders from the secret
@@ -432,7 +438,7 @@ func placeholders(srv *registry.Server) []string {
 	add := func(v string) {
 		names, _ := mcpconfig.PlaceholderNames(v)
 		for _, n := range names {
-			if !srv.Remote() && (n == placeholderSandbox || n == placeholderSandboxDir) {
+			if !srv.Remote() && (n == placeholderSandbox || n == placeholderSandboxDir || n == placeholderClientDir && srv.Share == mcpconfig.SharePerClient) {
 				continue // not secrets
 			}
 			if !slices.Contains(keys, n) {

@@ -56,6 +56,9 @@ type Server struct {
 	Args    []string          `json:"args,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Share is mcpconfig.SharePerClient for a server run as a process per
+	// client session (--per-client), else "" (one process per sandbox).
+	Share string `json:"share,omitempty"`
 
 	// Metadata is the registry entry or server.json it was registered
 	// from, and Package what that chose to run ("npm @scope/pkg@1.0").
