@@ -98,7 +98,7 @@ func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern boo
 		Command:         command,
 		Dir:             s.Dir,
 		Env:             env,
-		Stderr:          o.ServerLog,
+		Stderr:          quietExpected(o.ServerLog, o.Logger, s.Name),
 		Logger:          o.Logger,
 		ClientInfo:      o.ClientInfo,
 		Capabilities:    caps,
