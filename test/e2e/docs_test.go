@@ -183,7 +183,7 @@ type docsEnvironment struct {
 }
 
 // docsEnv is a fresh HOME, the Go caches of this build (a fresh HOME must
-// not mean a download), PATH with the stand-in npx first and the system's
+// not mean a download, nor a toolchain's), PATH with the stand-in npx first and the system's
 // Node (the docs name Node 20+), and API_KEY.
 func docsEnv(t *testing.T, root string) docsEnvironment {
 	home := t.TempDir()
@@ -213,14 +213,14 @@ func docsEnv(t *testing.T, root string) docsEnvironment {
 	vars := []string{
 		"HOME=" + home,
 		"PATH=" + strings.Join(append([]string{bin}, path...), string(os.PathListSeparator)),
-		"GOCACHE=" + g[0], "GOMODCACHE=" + g[1], "GOPATH=" + g[2], "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
+		"GOCACHE=" + g[0], "GOMODCACHE=" + g[1], "GOPATH=" + g[2], "GOTOOLCHAIN=local",
 		"API_KEY=docs-example-key",
 		"LANG=C.UTF-8",
 	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "HOME", "PATH", "GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN", "API_KEY", "LANG",
+		case "HOME", "PATH", "GOCACHE", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN", "API_KEY", "LANG",
 			"XDG_STATE_HOME", "MCP_GATEWAY_STATE_DIR", "GATEWAY_ACCESS_TOKEN", "MAKEFLAGS", "MAKELEVEL", "MFLAGS":
 		default:
 			vars = append(vars, kv)
