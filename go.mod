@@ -2,7 +2,10 @@ module github.com/mcp-gateway/mcp-gateway
 
 go 1.26.8
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	go.yaml.in/yaml/v3 v3.0.6
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect

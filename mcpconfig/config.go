@@ -57,7 +57,19 @@ type Server struct {
 	// Timeout bounds one call to the server (the entry's "timeout", in
 	// seconds); 0 leaves the gateway's default.
 	Timeout time.Duration
+
+	// Share is how the clients of the gateway share a local, catalog or
+	// GitHub server's process (the entry's "share"): ShareProcess (""),
+	// one process for every client, or SharePerClient, a process per
+	// client session. A remote server always gets a session per client.
+	Share string
 }
+
+// Values of Server.Share.
+const (
+	ShareProcess   = ""           // one process shared by every client (the default; "shared" in the JSON)
+	SharePerClient = "per-client" // a process per client session
+)
 
 // GitHub says where a GitHub server comes from and how to install it.
 type GitHub struct {
@@ -131,13 +143,16 @@ func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
 		s, known, errs1 := resolve(e, cat)
 		if known != nil {
 			kindKnows := known
-			known = func(p string) bool { return p == "timeout" || kindKnows(p) }
+			known = func(p string) bool { return p == "timeout" || p == "share" || kindKnows(p) }
 		}
 		timeout, err := e.timeout()
 		if err != nil {
 			errs1 = append(errs1, err)
 		}
 		s.Timeout = timeout
+		if s.Share, err = e.share(); err != nil {
+			errs1 = append(errs1, err)
+		}
 		errs = append(errs, errs1...)
 		if known != nil {
 			warns = append(warns, unknownProps(e, known)...)
@@ -228,6 +243,21 @@ func (e *entry) timeout() (time.Duration, error) {
 		return 0, &Error{Server: e.name, Property: "timeout", Message: `property "timeout" must be a number of seconds between 0 and 86400, e.g. 30`}
 	}
 	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// share decodes the entry's "share": "shared" (the default) or "per-client".
+func (e *entry) share() (string, error) {
+	raw, ok := e.props["share"]
+	if !ok {
+		return ShareProcess, nil
+	}
+	switch v, _ := jsonString(raw); v {
+	case "shared":
+		return ShareProcess, nil
+	case SharePerClient:
+		return SharePerClient, nil
+	}
+	return "", &Error{Server: e.name, Property: "share", Message: `property "share" must be "shared" (one process for every client, the default) or "per-client" (a process per client session)`}
 }
 
 // envs decodes the entry's envs, which passed checkEnvs.

@@ -59,9 +59,17 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 	}
 	router := gw.Router
 	hooks := gw.UpstreamHooks(s.Name)
-	if s.Kind == mcpconfig.KindRemote {
+	switch {
+	case s.Kind == mcpconfig.KindRemote:
 		addRemote(router, s, hooks, lookup, o)
-	} else {
+	case s.Share == mcpconfig.SharePerClient:
+		// A process per client session (and one of the gateway's own, for
+		// listing and for 2026-07-28 clients), so a server's requests to
+		// its client always have exactly one client to go to.
+		router.AddPerClient(newClientStdio(s, o, hooks, SharedClientCapabilities), func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
+			return newClientStdio(s, o, h, caps)
+		})
+	default:
 		companionHooks := gw.CompanionHooks(s.Name)
 		router.AddDualEra(newStdio(s, o, hooks, false), func() gateway.Upstream {
 			return newStdio(s, o, companionHooks, true)
@@ -74,6 +82,10 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 // modern asks for a process of the 2026-07-28 era (a companion for that
 // era's clients), which fails to start unless the server speaks it.
 func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool) gateway.Upstream {
+	return newStdioCaps(s, o, hooks, modern, SharedClientCapabilities)
+}
+
+func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool, caps json.RawMessage) gateway.Upstream {
 	env := MergeEnv(o.Env, s.Env)
 	command := s.Command
 	if len(command) == 3 && command[0] == "/bin/sh" && command[1] == "-c" {
@@ -86,10 +98,10 @@ func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool) g
 		Command:         command,
 		Dir:             s.Dir,
 		Env:             env,
-		Stderr:          o.ServerLog,
+		Stderr:          quietExpected(o.ServerLog, o.Logger, s.Name),
 		Logger:          o.Logger,
 		ClientInfo:      o.ClientInfo,
-		Capabilities:    SharedClientCapabilities,
+		Capabilities:    caps,
 		RequireModern:   modern,
 		OnNotification:  hooks.OnNotification,
 		OnRequest:       hooks.OnRequest,

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,11 +23,35 @@ import (
 // The administration commands speak to a running host daemon over its
 // control socket; the daemon serializes them and owns the state.
 
-// listFlag is a repeatable string flag.
+// listFlag is a repeatable string flag: --header 'A: b' --header 'C: d'.
+// Its values are taken whole, since a header's or a variable's value may
+// hold a comma.
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// commaListFlag is a list flag given repeated, comma-separated, or both, as
+// sbx takes it: --static a --static b, --static a,b. Items are read as one
+// CSV record, so a comma inside double quotes stays in its item
+// (--args '"--only=a,b"').
+type commaListFlag []string
+
+func (l *commaListFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *commaListFlag) Set(v string) error {
+	if v == "" {
+		return nil
+	}
+	r := csv.NewReader(strings.NewReader(v))
+	r.LazyQuotes = true
+	items, err := r.Read()
+	if err != nil {
+		return fmt.Errorf("%q is not a comma-separated list: %v", v, err)
+	}
+	*l = append(*l, items...)
+	return nil
+}
 
 // adminCommand is one administration subcommand.
 type adminCommand struct {
@@ -134,7 +159,8 @@ func printWarnings(w io.Writer, warnings []string) {
 
 func runServer(args []string, stdout, stderr io.Writer) int {
 	var req host.ServerRequest
-	var headers, argList, env, props listFlag
+	var headers, env listFlag
+	var argList, props commaListFlag
 	var asJSON bool
 	return runAdmin("server", []adminCommand{
 		{
@@ -142,21 +168,24 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 			synopsis: "add NAME (--url URL | --command CMD | --metadata URL) [flags] [-- ARGS...]",
 			text: `Register a server on the host: a remote one (--url, with --header 'Name: value'
 whose ${name} placeholders name secrets mcp:<server>:<name>), a local command run
-once per sandbox (--command, --args, --dir, --env), or an MCP registry entry or
-server.json whose npm or PyPI package runs through npx or uvx (--metadata).
+once per sandbox (--command, --args, --dir, --env), or an MCP registry entry,
+server.json or server.yaml whose npm or PyPI package runs through npx or uvx
+(--metadata).
 Credential headers and variables must use a placeholder; store the value with
 'mcp-gateway secret set'.`,
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&req.Description, "description", "", "what the server does (mcp-find searches it)")
 				fs.StringVar(&req.URL, "url", "", "a remote server's endpoint `url`")
 				fs.StringVar(&req.Transport, "transport", "", "a remote server's transport: http or sse (default: detect)")
-				fs.Var(&headers, "header", "a header `'Name: value'` sent to the remote server (repeatable)")
+				fs.Var(&headers, "header", "a header `'Name: value'` sent to the remote server (repeatable, one header each; a name given twice is refused)")
 				fs.StringVar(&req.Command, "command", "", "a local server's `command`")
-				fs.Var(&argList, "args", "an `argument` of the command (repeatable; arguments after -- work too)")
+				fs.Var(&argList, "args", "`arguments` of the command, comma-separated or repeated (--args -y,pkg or --args -y --args pkg); arguments after -- are taken as they are")
 				fs.StringVar(&req.Dir, "dir", "", "the command's working `directory`")
-				fs.Var(&env, "env", "an environment variable `NAME=value` of the command (repeatable)")
-				fs.Var(&props, "property", "an environment `variable` a sandbox may set with mcp-config-set (repeatable)")
-				fs.StringVar(&req.Metadata, "metadata", "", "`url` (or file) of an MCP registry entry or server.json")
+				fs.Var(&env, "env", "an environment variable `NAME=value` of the command (repeatable, one variable each)")
+				fs.Var(&props, "property", "environment `variables` a sandbox may set with mcp-config-set, comma-separated or repeated")
+				fs.StringVar(&req.Metadata, "metadata", "", "`url` (or file) of an MCP registry entry, server.json or server.yaml")
+				fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
+				fs.BoolVar(&req.PerClient, "per-client", false, "run a local server as a process per client session (its requests to the client then always reach the right one; ${client_dir} names the process's own directory) instead of one per sandbox")
 				fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
@@ -327,17 +356,17 @@ func readSecret(stdin io.Reader, stdout io.Writer, name string) (string, error) 
 }
 
 func runSandbox(args []string, stdout, stderr io.Writer) int {
-	var static string
+	var static commaListFlag
 	var asJSON bool
 	return runAdmin("sandbox", []adminCommand{
 		{
-			name: "create", synopsis: "create NAME [--static a,b]",
+			name: "create", synopsis: "create NAME [--static a,b]...",
 			text: `Create a sandbox with its own token. With --static, the named servers are
 pre-loaded and no discovery tools are offered; without it the sandbox is dynamic:
 nothing pre-loaded, and mcp-find, mcp-add and mcp-config-set let its agent attach
 servers. Prints the endpoint, the token (shown once) and a client configuration.`,
 			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&static, "static", "", "comma-separated `servers` to pre-load (static mode)")
+				fs.Var(&static, "static", "`servers` to pre-load (static mode), comma-separated or repeated: --static a,b or --static a --static b")
 				fs.BoolVar(&asJSON, "json", false, "print JSON")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
@@ -345,10 +374,7 @@ servers. Prints the endpoint, the token (shown once) and a client configuration.
 				if err != nil {
 					return err
 				}
-				req := host.SandboxRequest{Name: name}
-				if static != "" {
-					req.Static = strings.Split(static, ",")
-				}
+				req := host.SandboxRequest{Name: name, Static: static}
 				var res host.SandboxCreated
 				if err := c.Do(ctx, http.MethodPost, "/v1/sandboxes", req, &res); err != nil {
 					return err

@@ -44,14 +44,22 @@ func newFlagSet(name, synopsis, text string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parse parses args; done is true when the caller should return code (help or an error).
+// The usage is printed once: on stdout for -h/--help, on the flag set's
+// output (stderr) after the message of a bad flag.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // flag.Parse calls it before returning; printed below instead
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
+		out := fs.Output()
 		fs.SetOutput(stdout)
 		fs.Usage()
+		fs.SetOutput(out)
 		return exitOK, true
 	}
 	if err != nil {
+		fs.Usage()
 		return exitUsage, true
 	}
 	return 0, false

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 )
 
 // defaultHostPort is the host daemon's MCP port.
@@ -53,6 +55,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	port := fs.Int("port", defaultHostPort, "`port` of the MCP endpoint (0 picks a free one)")
 	publicURL := fs.String("public-url", "", "the endpoint's `url` as sandboxes reach it, printed by sandbox create (default: http://<host>:<port>/mcp)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	logFile := fs.String("log-file", "", "append the daemon's log and its servers' stderr to `file` (mode 0600) instead of standard error, e.g. when started in the background")
 	allowAny := fs.Bool("allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included")
 	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "how long a server may take to answer one call (0: no limit)")
 	startTimeout := fs.Duration("startup-timeout", 60*time.Second, "how long a server may take to start")
@@ -68,7 +71,17 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway host: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	logOut := &syncWriter{w: stderr}
+	logW := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-gateway host: --log-file: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		logW = f
+	}
+	logOut := &syncWriter{w: logW}
 	logger, err := newLogger(logOut, *logLevel)
 	if err == nil {
 		err = hf.check()
@@ -84,12 +97,30 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	}
 	fail := func(err error) int {
 		logger.Error("mcp-gateway host failed", "err", err)
+		if *logFile != "" { // a failure to start is said where it was started too
+			fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
+		}
 		return exitError
 	}
 
+	// The state directory's lock comes before the port, so a second daemon
+	// on the same directory is told which one runs (not that the port is taken).
+	store, err := registry.Open(*stateDir)
+	if err != nil {
+		return fail(err)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)))
 	if err != nil {
-		return fail(fmt.Errorf("listening on port %d: %w", *port, err))
+		store.Close()
+		err = fmt.Errorf("listening on port %d: %w", *port, err)
+		if pid, cmdline, ok := host.PortOwner(*port); ok && errors.Is(err, syscall.EADDRINUSE) {
+			what := fmt.Sprintf("another process (pid %d: %s)", pid, cmdline)
+			if f := strings.Fields(cmdline); len(f) > 1 && filepath.Base(f[0]) == "mcp-gateway" && f[1] == "host" {
+				what = fmt.Sprintf("another mcp-gateway host (pid %d)", pid)
+			}
+			err = fmt.Errorf("%s listens on port %d: stop it, or pass another --port: %w", what, *port, err)
+		}
+		return fail(err)
 	}
 	defer ln.Close()
 	url := *publicURL
@@ -103,6 +134,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	flags := gatewayFlags{maxResponseBytes: *maxResponse}
 	h, err := host.Open(ctx, host.Options{
 		Dir:          *stateDir,
+		Store:        store,
 		URL:          url,
 		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, logger, logOut),
 		Router:       gateway.RouterOptions{Prefix: mode, CallTimeout: *callTimeout},

@@ -251,7 +251,7 @@ func (srv *server) callerOf() (*call, error) {
 			continue
 		}
 		if chosen != nil && chosen.sess != c.sess {
-			return nil, fmt.Errorf("calls of several clients are in flight on mcp server %q, so the gateway cannot tell which client it is for", srv.name)
+			return nil, fmt.Errorf("calls of several clients are in flight on mcp server %q, so the gateway cannot tell which client it is for; to route its requests exactly, run it with a process per client (\"share\": \"per-client\" in its config entry, or --per-client on mcp-gateway server add)", srv.name)
 		}
 		chosen = c
 	}

@@ -39,7 +39,15 @@ type ServerRequest struct {
 	Env     []string `json:"env,omitempty"`        // "NAME=value", values may hold ${secret}
 	Props   []string `json:"properties,omitempty"` // environment variables a sandbox may set (mcp-config-set)
 
-	Metadata string `json:"metadata,omitempty"` // a registry entry's or server.json's URL (or file)
+	Metadata string `json:"metadata,omitempty"` // a registry entry's, server.json's or server.yaml's URL (or file)
+
+	// PerClient runs a local server as a process per client session
+	// instead of one per sandbox.
+	PerClient bool `json:"perClient,omitempty"`
+
+	// AllowPrivateAddress lets the server's URL (and its metadata URL)
+	// reach private, loopback and link-local addresses without a warning.
+	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
 
 	// Replace replaces a registration of the same name, keeping its
 	// attachments (their instances restart).
@@ -118,7 +126,16 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if kinds != 1 {
 		return nil, nil, fmt.Errorf("mcp server %q: give exactly one of --url (a remote server), --command (a local one) or --metadata (a registry entry or server.json)", req.Name)
 	}
-	srv := &registry.Server{Name: req.Name, Description: req.Description, Added: time.Now().UTC().Truncate(time.Second)}
+	if req.AllowPrivateAddress && req.Command != "" {
+		return nil, nil, fmt.Errorf("mcp server %q: --allow-private-address is for a server reached over the network (--url, or a --metadata URL), not a --command", req.Name)
+	}
+	if req.PerClient && req.URL != "" {
+		return nil, nil, fmt.Errorf("mcp server %q: --per-client is for a local server (--command or --metadata); a remote one already gets a session per client", req.Name)
+	}
+	srv := &registry.Server{Name: req.Name, Description: req.Description, AllowPrivateAddress: req.AllowPrivateAddress, Added: time.Now().UTC().Truncate(time.Second)}
+	if req.PerClient {
+		srv.Share = mcpconfig.SharePerClient
+	}
 	var warnings []string
 	switch {
 	case req.URL != "":
@@ -176,9 +193,13 @@ func (h *Host) remote(ctx context.Context, srv *registry.Server, req ServerReque
 		if srv.Headers == nil {
 			srv.Headers = map[string]string{}
 		}
-		srv.Headers[http.CanonicalHeaderKey(name)] = value
+		key := http.CanonicalHeaderKey(name)
+		if _, dup := srv.Headers[key]; dup {
+			return nil, fmt.Errorf("mcp server %q: header %s is given twice (header names are case-insensitive): give each header once", srv.Name, key)
+		}
+		srv.Headers[key] = value
 	}
-	return h.addressWarnings(ctx, srv.Name, u), nil
+	return h.addressWarnings(ctx, srv, u), nil
 }
 
 // local checks and fills a local registration's environment and properties.
@@ -197,11 +218,16 @@ func local(srv *registry.Server, req ServerRequest) error {
 			return fmt.Errorf("mcp server %q: argument %d: %w", srv.Name, i+1, err)
 		}
 	}
+	seen := map[string]bool{}
 	for _, kv := range req.Env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || !envName(name) {
 			return fmt.Errorf("mcp server %q: --env %q: write NAME=value, NAME made of letters, digits and '_'", srv.Name, name)
 		}
+		if seen[name] {
+			return fmt.Errorf("mcp server %q: --env %s is given twice: give each variable once", srv.Name, name)
+		}
+		seen[name] = true
 		keys, err := mcpconfig.PlaceholderNames(value)
 		if err != nil {
 			return fmt.Errorf("mcp server %q: env %s: %w", srv.Name, name, err)
@@ -228,7 +254,7 @@ func local(srv *registry.Server, req ServerRequest) error {
 
 // fromMetadata reads a registry entry or server.json into a local registration.
 func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) error {
-	data, err := h.readMetadata(ctx, req.Metadata)
+	data, err := h.readMetadata(ctx, srv, req.Metadata)
 	if err != nil {
 		return fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
 	}
@@ -256,23 +282,45 @@ func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req Serve
 	return nil
 }
 
-func (h *Host) readMetadata(ctx context.Context, ref string) ([]byte, error) {
+func (h *Host) readMetadata(ctx context.Context, srv *registry.Server, ref string) ([]byte, error) {
 	if !strings.HasPrefix(ref, "http://") && !strings.HasPrefix(ref, "https://") {
 		return os.ReadFile(strings.TrimPrefix(ref, "file://"))
 	}
-	return h.opts.Fetch(ctx, ref)
+	if h.opts.Fetch != nil {
+		return h.opts.Fetch(ctx, ref)
+	}
+	return fetchMetadata(ctx, h.guard(srv), srv.Name, ref)
 }
 
-// httpGet reads a metadata URL.
-func httpGet(ctx context.Context, rawURL string) ([]byte, error) {
+// guard is the address policy of a server's connections: the daemon's, or
+// its own override (--allow-private-address).
+func (h *Host) guard(srv *registry.Server) *netguard.Policy {
+	if srv.AllowPrivateAddress {
+		return h.privateGuard
+	}
+	return h.opts.Attach.Guard
+}
+
+// fetchMetadata reads a metadata URL through the address checks a server's
+// URL gets: before the request, and at every connection (redirects too),
+// so neither the URL nor DNS can lead it to a refused address.
+func fetchMetadata(ctx context.Context, guard *netguard.Policy, server, rawURL string) ([]byte, error) {
+	if err := guard.CheckURL(ctx, server, rawURL); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
+	client := &http.Client{Transport: &http.Transport{
+		DialContext:         guard.DialContext(server, &net.Dialer{Timeout: 10 * time.Second}),
+		TLSHandshakeTimeout: 10 * time.Second,
+	}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -285,8 +333,9 @@ func httpGet(ctx context.Context, rawURL string) ([]byte, error) {
 
 // addressWarnings are the address checks at registration: what the URL's
 // host resolves to now. Connections are checked again at every dial.
-func (h *Host) addressWarnings(ctx context.Context, name string, u *url.URL) []string {
-	if h.opts.Attach.Guard != nil && h.opts.Attach.Guard.AllowAll {
+func (h *Host) addressWarnings(ctx context.Context, srv *registry.Server, u *url.URL) []string {
+	guard := h.guard(srv)
+	if guard != nil && guard.AllowAll {
 		return nil
 	}
 	host := u.Hostname()
@@ -303,10 +352,12 @@ func (h *Host) addressWarnings(ctx context.Context, name string, u *url.URL) []s
 	var warnings []string
 	for _, ip := range ips {
 		switch c := netguard.Classify(ip); {
+		case guard.Allow(ip) == nil && srv.AllowPrivateAddress:
+			// the server's own override: no warning
 		case c.Refused():
-			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: connections to it are refused unless the host runs with --allow-any-address", host, ip, c))
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: connections to it are refused unless the host runs with --allow-any-address%s", host, ip, c, map[bool]string{true: "", false: " (or, for a link-local one, the server is registered with --allow-private-address)"}[c == netguard.Metadata]))
 		case c.Warned():
-			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: allowed, but DNS rebinding remains a risk", host, ip, c))
+			warnings = append(warnings, fmt.Sprintf("%s resolves to %s, a %s address: allowed, but DNS rebinding remains a risk (--allow-private-address registers it without this warning)", host, ip, c))
 		}
 	}
 	return warnings
@@ -401,8 +452,7 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 		return nil, err
 	}
 	for _, sb := range attached {
-		if _, had := sb.unattached[name]; had {
-			delete(sb.unattached, name)
+		if sb.clearUnattached(name) {
 			continue
 		}
 		if err := sb.gw.Router.Remove(name); err != nil {
@@ -429,8 +479,8 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	if key == placeholderSandbox || key == placeholderSandboxDir {
-		return nil, fmt.Errorf("secret %s: ${%s} is reserved for the sandbox's %s; choose another name", name, key, map[string]string{placeholderSandbox: "name", placeholderSandboxDir: "directory"}[key])
+	if key == placeholderSandbox || key == placeholderSandboxDir || key == placeholderClientDir {
+		return nil, fmt.Errorf("secret %s: ${%s} is reserved for the %s; choose another name", name, key, map[string]string{placeholderSandbox: "sandbox's name", placeholderSandboxDir: "sandbox's directory", placeholderClientDir: "client's directory"}[key])
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -555,7 +605,7 @@ func (h *Host) Sandboxes() []SandboxSummary {
 	for _, name := range sortedKeys(h.state.Sandboxes) {
 		rec, sb := h.state.Sandboxes[name], h.sandboxes[name]
 		status := sb.gw.Router.Status()
-		for server, why := range sb.unattached {
+		for server, why := range sb.unattachedNow() {
 			status[server] = gateway.ServerStatus{State: "failed", LastError: why}
 		}
 		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created})
@@ -653,8 +703,7 @@ func (h *Host) Unload(server, sandboxName string) error {
 		rec.Servers = prev
 		return err
 	}
-	if _, had := sb.unattached[server]; had {
-		delete(sb.unattached, server)
+	if sb.clearUnattached(server) {
 		return nil
 	}
 	return sb.gw.Router.Remove(server)
@@ -663,16 +712,15 @@ func (h *Host) Unload(server, sandboxName string) error {
 // restartInstance replaces a sandbox's instance of a server by a new one
 // (new configuration, new secret) and starts it.
 func (h *Host) restartInstance(ctx context.Context, sb *sandbox, server string) error {
-	if _, had := sb.unattached[server]; !had {
+	if !sb.clearUnattached(server) {
 		if err := sb.gw.Router.Remove(server); err != nil {
 			return err
 		}
 	}
 	if err := h.attachServer(sb, server); err != nil {
-		sb.unattached[server] = err.Error()
+		sb.setUnattached(server, err.Error())
 		return err
 	}
-	delete(sb.unattached, server)
 	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
 	return sb.gw.Router.StartServer(startCtx, server)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
@@ -126,19 +127,45 @@ func (h *Host) add(ctx context.Context, sb *sandbox, c *gateway.BuiltinCall) (js
 		}
 		tools = res.Tools
 	}
-	names := make([]string, 0, len(tools))
-	for _, t := range tools {
-		var d struct{ Name string }
-		_ = json.Unmarshal(t, &d)
-		names = append(names, d.Name)
-	}
 	verb := "Added"
 	if already {
 		verb = "Already added:"
 	}
-	text := fmt.Sprintf("%s mcp server %q with %d tools: %s. They are in tools/list now; call them directly or through mcp-exec. Their definitions:\n", verb, args.Name, len(tools), strings.Join(names, ", "))
-	defs, _ := json.Marshal(tools)
-	return result(text+string(defs), map[string]any{"server": args.Name, "tools": tools})
+	return result(addText(verb, args.Name, tools), map[string]any{"server": args.Name, "tools": tools})
+}
+
+// addText is mcp-add's text: each tool's name and the first line of its
+// description, not its whole definition, which costs an agent's context
+// (some 10 KB for the memory server's nine tools) and is in the result's
+// structuredContent and in tools/list anyway.
+func addText(verb, server string, tools []json.RawMessage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s mcp server %q with %d tools. They are in tools/list now; call them directly or through mcp-exec (their input schemas are in this result's structuredContent and in tools/list):", verb, server, len(tools))
+	for _, t := range tools {
+		var d struct{ Name, Description string }
+		_ = json.Unmarshal(t, &d)
+		fmt.Fprintf(&b, "\n- %s", d.Name)
+		if line := oneLine(d.Description, 160); line != "" {
+			fmt.Fprintf(&b, ": %s", line)
+		}
+	}
+	return b.String()
+}
+
+// oneLine is the first line of s, at most max bytes (cut at a rune, with "…").
+func oneLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(s[:cut]) + "…"
 }
 
 func (h *Host) configSet(ctx context.Context, sb *sandbox, c *gateway.BuiltinCall) (json.RawMessage, error) {

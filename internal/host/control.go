@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 )
 
 // SocketFile is the control socket's name in the state directory.
@@ -166,6 +168,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Client speaks to a running host over its control socket.
 type Client struct {
+	dir    string
 	socket string
 	http   *http.Client
 }
@@ -176,7 +179,7 @@ var ErrNotRunning = errors.New("mcp-gateway host is not running")
 // NewClient returns a client of the host whose state directory is dir.
 func NewClient(dir string) *Client {
 	path := filepath.Join(dir, SocketFile)
-	return &Client{socket: path, http: &http.Client{Transport: &http.Transport{
+	return &Client{dir: dir, socket: path, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
@@ -198,11 +201,11 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return err
 	}
+	if err := c.waitStarted(ctx); err != nil {
+		return err
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("%w (no control socket answers at %s): start it with `mcp-gateway host`, or pass the --state-dir it uses", ErrNotRunning, c.socket)
-		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -221,4 +224,40 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// startGrace is how long a command waits for a daemon that holds no lock
+// yet: one started in the background just before (`mcp-gateway host &`)
+// may not have run that far.
+const startGrace = 2 * time.Second
+
+// waitStarted returns once the control socket accepts a connection. While
+// a daemon holds the state directory's lock it is starting (its servers
+// start before its socket opens), so the command waits for it; when none
+// does after startGrace, the host is not running.
+func (c *Client) waitStarted(ctx context.Context) error {
+	graceEnd := time.Now().Add(startGrace)
+	for {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "unix", c.socket)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+			return err
+		}
+		pid, held := registry.Holder(c.dir)
+		if !held && time.Now().After(graceEnd) {
+			return fmt.Errorf("%w (no control socket answers at %s): start it with `mcp-gateway host`, or pass the --state-dir it uses", ErrNotRunning, c.socket)
+		}
+		select {
+		case <-ctx.Done():
+			if held {
+				return fmt.Errorf("mcp-gateway host (pid %s) holds %s but its control socket did not open: %w", pid, c.dir, ctx.Err())
+			}
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,8 +47,13 @@ type Options struct {
 	StartTimeout time.Duration
 	// MaxBodyBytes bounds an MCP request body; 0 is the front's default.
 	MaxBodyBytes int64
-	// Fetch reads a metadata URL (a registry entry or server.json); nil
-	// means an HTTP GET with a 30 s timeout.
+	// Store is the state directory's store, already opened (and so
+	// locked) by the caller, who takes the lock before binding its port;
+	// nil: Open opens Dir's. The Host closes it.
+	Store *registry.Store
+	// Fetch reads a metadata URL (a registry entry, server.json or
+	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
+	// address checks of the server's URL.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
 }
 
@@ -59,6 +65,9 @@ type Host struct {
 	store   *registry.Store
 	secrets *secrets.Store
 	front   *front.Handler
+	// privateGuard is the address policy of the servers registered with
+	// --allow-private-address.
+	privateGuard *netguard.Policy
 
 	// mu serializes every change (the control socket's commands and the
 	// built-in tools that change state), so two commands at once lose
@@ -80,6 +89,8 @@ type sandbox struct {
 	name string
 	mode string
 	gw   *gateway.Gateway
+	// unattachedMu guards unattached, which /health reads without h.mu.
+	unattachedMu sync.Mutex
 	// unattached holds why an attached server has no instance (its
 	// secret or a required property is missing), by server.
 	unattached map[string]string
@@ -98,13 +109,13 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
-	if opts.Fetch == nil {
-		opts.Fetch = httpGet
-	}
 	opts.Router.Logger = opts.Attach.Logger
-	store, err := registry.Open(opts.Dir)
-	if err != nil {
-		return nil, err
+	store := opts.Store
+	if store == nil {
+		var err error
+		if store, err = registry.Open(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	st, err := store.Load()
 	if err != nil {
@@ -117,7 +128,8 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
-		sandboxes: map[string]*sandbox{}, closed: make(chan struct{})}
+		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
+		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
 	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes}
 
 	var wg sync.WaitGroup
@@ -187,8 +199,72 @@ func (h *Host) publishTokens() {
 	h.tokens.Store(&m)
 }
 
+func (sb *sandbox) setUnattached(server, why string) {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	sb.unattached[server] = why
+}
+
+// clearUnattached forgets why a server had no instance; had says it had none.
+func (sb *sandbox) clearUnattached(server string) (had bool) {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	_, had = sb.unattached[server]
+	delete(sb.unattached, server)
+	return had
+}
+
+func (sb *sandbox) unattachedNow() map[string]string {
+	sb.unattachedMu.Lock()
+	defer sb.unattachedMu.Unlock()
+	return maps.Clone(sb.unattached)
+}
+
+// SandboxHealth is one sandbox in the host's /health: its mode, its tool
+// count (built-in tools included) and each server's state and counts, as
+// the sandbox gateway's /health gives them but without error text (which
+// may name a path or a placeholder; `sandbox ls` shows it).
+type SandboxHealth struct {
+	Mode      string                  `json:"mode"`
+	Servers   []string                `json:"servers"`
+	Tools     int                     `json:"tools"`
+	Upstreams map[string]ServerHealth `json:"upstreams"`
+}
+
+// ServerHealth is one server of a sandbox in /health.
+type ServerHealth struct {
+	State    string `json:"state"` // ready, starting, failed
+	Tools    int    `json:"tools"`
+	Restarts uint64 `json:"restarts"`
+}
+
+// HealthSandboxes is the per-sandbox part of the host's /health, by
+// sandbox name. It takes no lock a command holds, so /health answers while
+// a sandbox's servers start.
+func (h *Host) HealthSandboxes() map[string]SandboxHealth {
+	out := map[string]SandboxHealth{}
+	for _, sb := range *h.tokens.Load() {
+		sh := SandboxHealth{Mode: sb.mode, Servers: []string{}, Upstreams: map[string]ServerHealth{}}
+		for name, st := range sb.gw.Router.Status() {
+			sh.Upstreams[name] = ServerHealth{State: st.State, Tools: st.Tools, Restarts: st.Restarts}
+		}
+		for name := range sb.unattachedNow() {
+			sh.Upstreams[name] = ServerHealth{State: "failed"}
+		}
+		for name := range sh.Upstreams {
+			sh.Servers = append(sh.Servers, name)
+		}
+		sh.Tools = sb.gw.Router.ToolCount()
+		slices.Sort(sh.Servers)
+		out[sb.name] = sh
+	}
+	return out
+}
+
+// health is the /health document: every sandbox with its servers' states.
 func (h *Host) health() any {
-	return map[string]any{"status": "ok", "sandboxes": len(*h.tokens.Load())}
+	sandboxes := h.HealthSandboxes()
+	return map[string]any{"status": "ok", "sandboxes": sandboxes}
 }
 
 // newSandbox builds a sandbox's gateway with its attached servers (not started).
@@ -201,7 +277,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	for _, name := range rec.Servers {
 		if err := h.attachServer(sb, name); err != nil {
 			h.log.Warn("a server attached to this sandbox cannot start", "sandbox", sb.name, "server", name, "err", err)
-			sb.unattached[name] = err.Error()
+			sb.setUnattached(name, err.Error())
 		}
 	}
 	return sb
@@ -230,7 +306,9 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("mcp server %q: its directory: %w", srv.Name, err)
 	}
-	attach.Add(gw, spec, lookup, h.opts.Attach)
+	o := h.opts.Attach
+	o.Guard = h.guard(srv)
+	attach.Add(gw, spec, lookup, o)
 	return nil
 }
 
@@ -240,6 +318,9 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 const (
 	placeholderSandbox    = "sandbox"
 	placeholderSandboxDir = "sandbox_dir"
+	// placeholderClientDir is a per-client server's (--per-client) own
+	// directory per client session.
+	placeholderClientDir = "client_dir"
 )
 
 // SandboxesDir holds, in the state directory, each sandbox's directory per
@@ -275,6 +356,9 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 			return sandbox, sandbox != ""
 		case placeholderSandboxDir:
 			return dir, true
+		case placeholderClientDir:
+			// filled in by attach for each client's process
+			return "${" + attach.ClientDirEnv + "}", srv.Share == mcpconfig.SharePerClient
 		}
 		return secret(key)
 	}
@@ -311,7 +395,7 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 	if workDir == "" {
 		workDir = dir
 	}
-	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: workDir, Env: env}, nil
+	return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindLocal, Command: append([]string{srv.Command}, args...), Dir: workDir, Env: env, Share: srv.Share}, nil
 }
 
 // secretLookup resolves a server's ${name} placeholders from the secret
@@ -354,7 +438,7 @@ func placeholders(srv *registry.Server) []string {
 	add := func(v string) {
 		names, _ := mcpconfig.PlaceholderNames(v)
 		for _, n := range names {
-			if !srv.Remote() && (n == placeholderSandbox || n == placeholderSandboxDir) {
+			if !srv.Remote() && (n == placeholderSandbox || n == placeholderSandboxDir || n == placeholderClientDir && srv.Share == mcpconfig.SharePerClient) {
 				continue // not secrets
 			}
 			if !slices.Contains(keys, n) {

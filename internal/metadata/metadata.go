@@ -44,9 +44,19 @@ type Property struct {
 	Required    bool
 }
 
-// Parse reads a server.json, a registry entry wrapping one, or a registry
-// list response holding exactly one, and returns how to run the server.
+// Parse reads a server.json (or the same as YAML, a server.yaml), a
+// registry entry wrapping one, or a registry list response holding exactly
+// one, and returns how to run the server.
 func Parse(data []byte) (*Spec, error) {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
+		converted, ok, err := yamlToJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			data = converted
+		}
+	}
 	raw, err := unwrap(data)
 	if err != nil {
 		return nil, err

@@ -199,3 +199,35 @@ func readFixture(t *testing.T, name string) []byte {
 	}
 	return data
 }
+
+// A server.yaml is the same server as its server.json; unquoted numbers
+// stay the strings the schema has there, booleans stay booleans.
+func TestParseYAML(t *testing.T) {
+	read := func(name string) *Spec {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := Parse(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return spec
+	}
+	if y, j := read("npm.yaml"), read("npm.json"); !reflect.DeepEqual(y, j) {
+		t.Errorf("npm.yaml parses to\n%+v\nnpm.json to\n%+v", y, j)
+	}
+	spec, err := Parse([]byte("server:\n  name: x/y\n  version: 1.10\n  packages:\n    - registryType: pypi\n      identifier: y\n      version: 2.0\n      transport: {type: stdio}\n      environmentVariables:\n        - {name: PORT, default: 8080, isRequired: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Version != "1.10" || spec.Package != "pypi y==2.0" || len(spec.Config) != 1 || spec.Config[0].Default != "8080" || !spec.Config[0].Required {
+		t.Errorf("a registry entry in YAML: %+v", spec)
+	}
+	for _, bad := range []string{"name: [unclosed", "name: a\nname: b\n"} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "yaml") && !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("Parse(%q): %v, want a YAML error", bad, err)
+		}
+	}
+}

@@ -158,6 +158,11 @@ func (e *RefusedError) Unwrap() error { return ErrRefused }
 type Policy struct {
 	// AllowAll turns every check off (and every warning).
 	AllowAll bool
+	// AllowPrivate also allows link-local addresses, and private,
+	// loopback and link-local ones without a warning: the override of one
+	// server meant to reach a local network. Cloud-metadata addresses stay
+	// refused.
+	AllowPrivate bool
 	// Logger receives the warnings about private and loopback addresses.
 	// Nil means slog.Default().
 	Logger *slog.Logger
@@ -176,7 +181,7 @@ func (p *Policy) Allow(ip netip.Addr) error {
 	if p != nil && p.AllowAll {
 		return nil
 	}
-	if c := Classify(ip); c.Refused() {
+	if c := Classify(ip); c.Refused() && !(p != nil && p.AllowPrivate && c == LinkLocal) {
 		return &RefusedError{IP: ip.WithZone(""), Class: c}
 	}
 	return nil
@@ -188,7 +193,7 @@ func (p *Policy) Check(server string, ip netip.Addr) error {
 	if err := p.Allow(ip); err != nil {
 		return err
 	}
-	if p == nil || p.AllowAll {
+	if p == nil || p.AllowAll || p.AllowPrivate {
 		return nil
 	}
 	if c := Classify(ip); c.Warned() {

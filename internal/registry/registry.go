@@ -44,6 +44,10 @@ type Server struct {
 	URL       string            `json:"url,omitempty"`
 	Transport string            `json:"transport,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// AllowPrivateAddress lets this server's connections (and its
+	// metadata URL's) reach private, loopback and link-local addresses
+	// without a warning; cloud-metadata ones stay refused.
+	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
 
 	// A local server: the command run once per sandbox, its arguments,
 	// working directory and environment (values may hold ${name}
@@ -52,6 +56,9 @@ type Server struct {
 	Args    []string          `json:"args,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Share is mcpconfig.SharePerClient for a server run as a process per
+	// client session (--per-client), else "" (one process per sandbox).
+	Share string `json:"share,omitempty"`
 
 	// Metadata is the registry entry or server.json it was registered
 	// from, and Package what that chose to run ("npm @scope/pkg@1.0").
@@ -170,6 +177,23 @@ func Open(dir string) (*Store, error) {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
 	return &Store{dir: dir, lock: f}, nil
+}
+
+// Holder reports whether a daemon holds dir's lock, and its pid as it
+// wrote it: a daemon that holds it is running or starting.
+func Holder(dir string) (pid string, held bool) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return "", false
+	}
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), true
 }
 
 // Dir is the state directory.

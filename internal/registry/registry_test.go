@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,24 @@ func TestValidName(t *testing.T) {
 		if err := ValidName("server", name); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", name, err, want)
 		}
+	}
+}
+
+// Holder tells a held state directory (with the holder's pid) from a free one.
+func TestHolder(t *testing.T) {
+	dir := t.TempDir()
+	if _, held := Holder(dir); held {
+		t.Error("a directory without a lock file is held")
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, held := Holder(dir); !held || pid != strconv.Itoa(os.Getpid()) {
+		t.Errorf("Holder of an open store = %q %v, want this pid", pid, held)
+	}
+	s.Close()
+	if _, held := Holder(dir); held {
+		t.Error("a closed store's directory is still held")
 	}
 }

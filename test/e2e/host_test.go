@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,9 +241,16 @@ func TestHostMode(t *testing.T) {
 	if len(findResult.Servers) == 0 || findResult.Servers[0].Name != "memory" || len(findResult.Servers) > 2 || findResult.Servers[0].Attached {
 		t.Errorf("mcp-find \"knowledge graph\" found %s, want memory first (not attached yet), at most 2", found)
 	}
-	got, isErr := callText(ctx, t, dync, "mcp-add", map[string]any{"name": "memory"})
-	if isErr || !strings.Contains(got, `Added mcp server "memory" with 9 tools`) || !strings.Contains(got, `"name":"create_entities"`) || !strings.Contains(got, `"inputSchema"`) {
-		t.Errorf("mcp-add memory: %s", got)
+	addRes, err := dync.CallTool(ctx, &mcp.CallToolParams{Name: "mcp-add", Arguments: map[string]any{"name": "memory"}})
+	if err != nil {
+		t.Fatalf("mcp-add memory: %v", err)
+	}
+	got := text(addRes)
+	if addRes.IsError || !strings.Contains(got, `Added mcp server "memory" with 9 tools`) || !strings.Contains(got, "\n- create_entities: Create multiple new entities") || strings.Contains(got, `"inputSchema"`) || len(got) > 2000 {
+		t.Errorf("mcp-add memory: its text should name the tools with one-line descriptions, without their definitions (%d bytes): %s", len(got), got)
+	}
+	if sc, _ := json.Marshal(addRes.StructuredContent); !strings.Contains(string(sc), `"name":"create_entities"`) || !strings.Contains(string(sc), `"inputSchema"`) {
+		t.Errorf("mcp-add memory: structuredContent lacks the definitions: %s", sc)
 	}
 	waitListChanged(t, changed, "mcp-add")
 	if got, _ := callText(ctx, t, dync, "mcp-find", map[string]any{"query": "knowledge graph"}); !strings.Contains(got, "1. memory (already added)") {
@@ -250,7 +259,7 @@ func TestHostMode(t *testing.T) {
 	if names := toolNames(ctx, t, dync); !slices.Contains(names, "create_entities") {
 		t.Errorf("after mcp-add: %v", names)
 	}
-	got, isErr = callText(ctx, t, dync, "mcp-config-set", map[string]any{"server": "memory", "config": map[string]any{"memory_file_path": filepath.Join(data, "dyn.jsonl")}})
+	got, isErr := callText(ctx, t, dync, "mcp-config-set", map[string]any{"server": "memory", "config": map[string]any{"memory_file_path": filepath.Join(data, "dyn.jsonl")}})
 	if isErr || !strings.Contains(got, "restarted") {
 		t.Errorf("mcp-config-set: %s", got)
 	}
@@ -303,6 +312,35 @@ func TestHostMode(t *testing.T) {
 	}
 	h.mustCLI("", "load", "tester", "--sandbox", "dyn")
 	waitListChanged(t, changed, "load tester again")
+
+	// /health gives every sandbox's servers and their states, no error text.
+	var health struct {
+		Status    string
+		Sandboxes map[string]struct {
+			Mode      string
+			Servers   []string
+			Tools     int
+			Upstreams map[string]map[string]any
+		}
+	}
+	resp, err := http.Get(strings.TrimSuffix(h.url, "/mcp") + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := json.Unmarshal(healthBody, &health); err != nil {
+		t.Fatalf("/health: %v: %s", err, healthBody)
+	}
+	stH, dynH := health.Sandboxes["st"], health.Sandboxes["dyn"]
+	if health.Status != "ok" || stH.Mode != "static" || !slices.Equal(stH.Servers, []string{"everything", "memory", "tester"}) ||
+		stH.Upstreams["memory"]["state"] != "ready" || stH.Upstreams["memory"]["tools"] != float64(9) || stH.Tools < 9 ||
+		dynH.Mode != "dynamic" || dynH.Upstreams["secured"]["state"] != "ready" {
+		t.Errorf("/health: %s", healthBody)
+	}
+	if strings.Contains(string(healthBody), "lastError") {
+		t.Errorf("/health shows error text: %s", healthBody)
+	}
 
 	// One sandbox's token never reaches another's servers.
 	if _, err := stc.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"}); err == nil || !strings.Contains(err.Error(), "Unknown tool: whoami") {
@@ -479,6 +517,54 @@ func TestHostStateProblems(t *testing.T) {
 	}
 }
 
+// A second daemon on the same port, with its own state directory, names
+// the one running; one on the same port and directory is told about the
+// directory (the lock is taken before the port). --log-file keeps the
+// daemon's log off its standard error.
+func TestHostSecondDaemon(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	first := startHost(t, state)
+	u, err := url.Parse(first.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	out, err := exec.Command(gatewayBin, "host", "--state-dir", filepath.Join(t.TempDir(), "other"), "--port", port).CombinedOutput()
+	want := fmt.Sprintf("another mcp-gateway host (pid %d) listens on port %s", first.cmd.Process.Pid, port)
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("a second host on the same port: exit %d\n%s\nwant %q", code, out, want)
+	}
+	out, err = exec.Command(gatewayBin, "host", "--state-dir", state, "--port", port).CombinedOutput()
+	want = fmt.Sprintf("another mcp-gateway host (pid %d) uses %s", first.cmd.Process.Pid, state)
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("a second host on the same port and state directory: exit %d\n%s\nwant %q", code, out, want)
+	}
+
+	logFile := filepath.Join(t.TempDir(), "host.log")
+	cmd := exec.Command(gatewayBin, "host", "--state-dir", filepath.Join(t.TempDir(), "third"), "--port", "0", "--log-file", logFile)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gw{t: t, pid: cmd.Process.Pid}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "mcp-gateway host is ready") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.stop()
+	_ = cmd.Wait()
+	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "mcp-gateway host is ready") || !strings.Contains(string(b), "shutting down") {
+		t.Errorf("--log-file holds %q", b)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("with --log-file the daemon wrote to its stdout/stderr: %q", stderr.String())
+	}
+}
+
 func exitCode(err error) int {
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
@@ -521,4 +607,29 @@ func TestHostMetadataRegistration(t *testing.T) {
 	}))
 	defer bad.Close()
 	h.failCLI("register its remote with --url instead", "", "server", "add", "remote-only", "--metadata", bad.URL)
+
+	// The same entry as a server.yaml.
+	yamlEntry := "server:\n  name: io.github.modelcontextprotocol/server-memory\n  description: Knowledge graph memory (YAML)\n  version: 2026.8.31\n" +
+		"  packages:\n    - registryType: npm\n      identifier: \"@modelcontextprotocol/server-memory\"\n      version: 2026.8.31\n      transport: {type: stdio}\n"
+	ys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		fmt.Fprint(w, yamlEntry)
+	}))
+	defer ys.Close()
+	out = h.mustCLI("", "server", "add", "memyaml", "--metadata", ys.URL+"/server.yaml", "--allow-private-address")
+	if !strings.Contains(out, `registered mcp server "memyaml" (9 tools)`) {
+		t.Errorf("server add --metadata server.yaml: %s", out)
+	}
+	if out = h.mustCLI("", "server", "inspect", "memyaml"); !strings.Contains(out, `"description": "Knowledge graph memory (YAML)"`) || !strings.Contains(out, `"allowPrivateAddress": true`) {
+		t.Errorf("server inspect memyaml:\n%s", out)
+	}
+	// The metadata URL is checked like a server's: a cloud-metadata address is never fetched.
+	h.failCLI("169.254.169.254 is a cloud metadata address", "", "server", "add", "imds", "--metadata", "http://169.254.169.254/latest/server.json")
+	// A loopback server URL: a warning by default, none with the server's own override.
+	if out = h.mustCLI("", "server", "add", "loop", "--url", ys.URL+"/mcp"); !strings.Contains(out, "loopback address") {
+		t.Errorf("a loopback URL registered without a warning: %s", out)
+	}
+	if out = h.mustCLI("", "server", "add", "loop2", "--url", ys.URL+"/mcp", "--allow-private-address"); strings.Contains(out, "loopback") {
+		t.Errorf("a loopback URL registered with --allow-private-address still warns: %s", out)
+	}
 }

@@ -1,0 +1,138 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// ClientDirEnv names, in a per-client process's environment, a directory of
+// its own (removed when its client's session ends), so that a server keeping
+// files keeps one set per client: the variable is set, and
+// ${MCP_GATEWAY_CLIENT_DIR} in the server's env values and arguments is
+// replaced by it.
+const ClientDirEnv = "MCP_GATEWAY_CLIENT_DIR"
+
+// newClientStdio builds one process of a per-client server ("share":
+// "per-client"), offered caps (its client's capabilities), with a
+// directory of its own, made when it starts.
+func newClientStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, caps json.RawMessage) gateway.Upstream {
+	return &clientStdio{spec: s, opts: o, hooks: hooks, caps: caps}
+}
+
+// clientStdio is a per-client process; its directory lives as long as it.
+type clientStdio struct {
+	spec  mcpconfig.Server
+	opts  Options
+	hooks gateway.Hooks
+	caps  json.RawMessage
+
+	mu  sync.Mutex
+	up  gateway.Upstream // made by the first Start
+	dir string
+}
+
+func (u *clientStdio) current() gateway.Upstream {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.up
+}
+
+func (u *clientStdio) Name() string { return u.spec.Name }
+
+func (u *clientStdio) Start(ctx context.Context) error {
+	u.mu.Lock()
+	if u.up == nil {
+		dir, err := os.MkdirTemp("", "mcp-gateway-client-")
+		if err != nil {
+			u.mu.Unlock()
+			return fmt.Errorf("mcp server %q: a directory for a client's process: %w", u.spec.Name, err)
+		}
+		u.dir = dir
+		u.up = newStdioCaps(withClientDir(u.spec, dir), u.opts, u.hooks, false, u.caps)
+	}
+	up := u.up
+	u.mu.Unlock()
+	return up.Start(ctx)
+}
+
+// Modern reports the process's era, as the router asks it of every upstream.
+func (u *clientStdio) Modern() bool {
+	m, ok := u.current().(interface{ Modern() bool })
+	return ok && m.Modern()
+}
+
+func (u *clientStdio) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	up := u.current()
+	if up == nil {
+		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return up.Call(ctx, method, params)
+}
+
+func (u *clientStdio) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	up := u.current()
+	if up == nil {
+		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
+	}
+	return up.Notify(ctx, method, params)
+}
+
+func (u *clientStdio) InitializeResult() json.RawMessage {
+	up := u.current()
+	if up == nil {
+		return nil
+	}
+	return up.InitializeResult()
+}
+
+func (u *clientStdio) Generation() uint64 {
+	up := u.current()
+	if up == nil {
+		return 0
+	}
+	return up.Generation()
+}
+
+func (u *clientStdio) Close() error {
+	u.mu.Lock()
+	up, dir := u.up, u.dir
+	u.mu.Unlock()
+	var err error
+	if up != nil {
+		err = up.Close()
+	}
+	if dir != "" {
+		err = errors.Join(err, os.RemoveAll(dir))
+	}
+	return err
+}
+
+// withClientDir is s for one client's process: ClientDirEnv set to dir,
+// and ${MCP_GATEWAY_CLIENT_DIR} replaced by it in env values and arguments.
+func withClientDir(s mcpconfig.Server, dir string) mcpconfig.Server {
+	placeholder := "${" + ClientDirEnv + "}"
+	env := make(map[string]string, len(s.Env)+1)
+	for k, v := range s.Env {
+		env[k] = strings.ReplaceAll(v, placeholder, dir)
+	}
+	env[ClientDirEnv] = dir
+	s.Env = env
+	cmd := make([]string, len(s.Command))
+	for i, a := range s.Command {
+		cmd[i] = a
+		if !(len(s.Command) == 3 && i == 2 && s.Command[0] == "/bin/sh" && s.Command[1] == "-c") {
+			cmd[i] = strings.ReplaceAll(a, placeholder, dir) // a shell expands it itself
+		}
+	}
+	s.Command = cmd
+	return s
+}
