@@ -33,6 +33,10 @@ var refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 	"\r\n" +
 	"the gateway has too many connections; try again soon")
 
+// defaultSlowHead is how long a request head may take to arrive before
+// its connection may be closed to make room for a new one at the limit.
+const defaultSlowHead = time.Second
+
 // connPhase is where a limited connection is in net/http's life cycle.
 type connPhase uint8
 
@@ -55,13 +59,15 @@ const (
 // waited longest without sending a byte: one accepted that has sent
 // nothing yet, or one idle between keep-alive requests. It is closed, as
 // net/http's own idle timeout would close it. Only when every open
-// connection is busy (a request in flight, or a request head arriving)
+// connection is busy (a request in flight, or a request head arriving
+// for under a second; an older partial head is evicted next, oldest first)
 // is the new one answered 503 with Connection: close and closed, on its
 // own goroutine, while Accept goes on. So idle or silent peers cannot
 // lock new clients out; only requests in flight can.
 type connLimit struct {
-	max int
-	log *slog.Logger
+	max      int
+	log      *slog.Logger
+	slowHead time.Duration // see defaultSlowHead
 
 	mu    sync.Mutex
 	conns map[*limitedConn]struct{}
@@ -71,7 +77,7 @@ type connLimit struct {
 }
 
 func newConnLimit(max int, logger *slog.Logger) *connLimit {
-	return &connLimit{max: max, log: logger, conns: make(map[*limitedConn]struct{})}
+	return &connLimit{max: max, log: logger, slowHead: defaultSlowHead, conns: make(map[*limitedConn]struct{})}
 }
 
 // Listen wraps ln: its Accept counts the connections against the limit.
@@ -114,10 +120,29 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 	var victim *limitedConn
 	l.mu.Lock()
 	if len(l.conns) >= l.max {
+		// First choice: the longest silent; second: the oldest whose
+		// request head has been arriving for over slowHead (a client
+		// sends a head in one go; one that trickles is not one to keep
+		// waiting for at the expense of a new client).
+		var slow *limitedConn
+		now := time.Now()
 		for o := range l.conns {
-			if o.phase == phaseWaiting && !o.read.Load() && (victim == nil || o.since.Before(victim.since)) {
-				victim = o
+			if o.phase != phaseWaiting {
+				continue
 			}
+			switch {
+			case !o.read.Load():
+				if victim == nil || o.since.Before(victim.since) {
+					victim = o
+				}
+			case now.Sub(o.since) >= l.slowHead:
+				if slow == nil || o.since.Before(slow.since) {
+					slow = o
+				}
+			}
+		}
+		if victim == nil {
+			victim = slow
 		}
 		if victim == nil {
 			l.mu.Unlock()

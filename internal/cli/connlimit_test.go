@@ -43,6 +43,7 @@ func startLimitServer(t *testing.T, max int) *limitServer {
 		t.Fatal("server() with --max-connections set no ConnState hook: the limit cannot tell idle connections from busy ones")
 	}
 	s.limit = sl.(*limitListener).l
+	s.limit.slowHead = time.Hour // a partial head stays busy unless a test says otherwise
 	go srv.Serve(sl)
 	t.Cleanup(func() {
 		select {
@@ -224,4 +225,34 @@ func TestConnectionLimitAllBusy(t *testing.T) {
 	busy[0].c.Close()
 	s.waitOpen(t, limit-1)
 	dialLimit(t, s.addr).mustGet(t, "a new client after a connection closed")
+}
+
+// A request head that has been trickling in for longer than slowHead is
+// evicted when every other connection is serving a request: a client
+// sending one byte at a time cannot hold a place.
+func TestConnectionLimitEvictsSlowHead(t *testing.T) {
+	const limit = 2
+	s := startLimitServer(t, limit)
+	busy := dialLimit(t, s.addr)
+	busy.send(t, "/block")
+	<-s.entered
+	partial := dialLimit(t, s.addr)
+	if _, err := io.WriteString(partial.c, "GET /health HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for !s.limit.anyRead() {
+		time.Sleep(time.Millisecond)
+	}
+	s.limit.mu.Lock()
+	s.limit.slowHead = 0
+	s.limit.mu.Unlock()
+
+	dialLimit(t, s.addr).mustGet(t, "a new client while a head trickles in")
+	if ok, err := partial.closed(); !ok {
+		t.Errorf("the connection with the trickling head: read %v; want it closed (EOF) to make room", err)
+	}
+	close(s.release)
+	if resp, body := busy.read(t); resp.StatusCode != 200 || body != "released" {
+		t.Errorf("busy connection: %s %q, want 200 released", resp.Status, body)
+	}
 }
