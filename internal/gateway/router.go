@@ -95,7 +95,8 @@ type server struct {
 	items       [4][]json.RawMessage
 	modernItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
 	listedGen   atomic.Uint64        // the generation listed last; read on every call without s.mu
-	relisting   atomic.Bool
+	relisting   atomic.Bool          // a re-listing goroutine runs
+	dirty       atomic.Uint32        // kinds (bit listKind.index) changed since their last re-listing began
 
 	stateMu   sync.Mutex
 	state     string // "starting", "ready", "failed"
@@ -623,21 +624,50 @@ func (r *Router) rebuild(ks ...*listKind) {
 	}
 }
 
-// relist re-lists kinds of a server in the background; one at a time per server.
+// relist re-lists kinds of a server in the background; one re-listing at a
+// time per server. A change announced while one runs is not lost: each kind
+// is marked dirty, and the running re-listing goes on until no kind is, so
+// a prompts change that arrives during a tools re-listing is listed after it.
 func (r *Router) relist(s *server, ks ...*listKind) {
-	if !s.relisting.CompareAndSwap(false, true) {
-		return
+	var bits uint32
+	for _, k := range ks {
+		bits |= 1 << k.index
 	}
-	go func() {
-		defer s.relisting.Store(false)
+	s.dirty.Or(bits)
+	if !s.relisting.CompareAndSwap(false, true) {
+		return // the running re-listing sees the marks
+	}
+	go r.relistLoop(s)
+}
+
+// relistLoop re-lists the dirty kinds of a server until none is left.
+func (r *Router) relistLoop(s *server) {
+	for {
+		bits := s.dirty.Swap(0)
+		if bits == 0 {
+			s.relisting.Store(false)
+			// A mark set after the Swap whose relist saw this loop still
+			// running: take the turn back, or leave it to the one that did.
+			if s.dirty.Load() == 0 || !s.relisting.CompareAndSwap(false, true) {
+				return
+			}
+			continue
+		}
+		var ks []*listKind
+		for _, k := range kinds {
+			if bits&(1<<k.index) != 0 {
+				ks = append(ks, k)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
-		defer cancel()
-		if err := r.list(ctx, s, ks...); err != nil {
+		err := r.list(ctx, s, ks...)
+		cancel()
+		if err != nil {
 			r.log.Warn("re-listing failed", "server", s.name, "err", err)
-			return
+			continue
 		}
 		r.rebuild(ks...)
-	}()
+	}
 }
 
 // relistIfRestarted re-lists a server whose process was restarted since it
