@@ -77,6 +77,7 @@ type Router struct {
 
 	rebuildMu    sync.Mutex
 	views        [4]atomic.Pointer[view] // by listKind.index
+	claims       [4]nameClaims           // of named kinds; under rebuildMu
 	slowestStart time.Duration
 
 	closed   chan struct{} // closed by Close: background retries stop
@@ -144,7 +145,10 @@ func NewRouter(opts RouterOptions) *Router {
 	r := &Router{opts: opts, log: opts.Logger, closed: make(chan struct{})}
 	r.servers.Store(&[]*server{})
 	for _, k := range kinds {
-		r.views[k.index].Store(buildView(nil, k, opts))
+		if k.rename {
+			r.claims[k.index] = nameClaims{}
+		}
+		r.views[k.index].Store(buildView(nil, k, opts, nil))
 	}
 	return r
 }
@@ -208,6 +212,11 @@ func (r *Router) Remove(name string) error {
 	r.serversMu.Unlock()
 
 	close(s.gone)
+	r.rebuildMu.Lock()
+	for _, c := range r.claims {
+		c.release(s)
+	}
+	r.rebuildMu.Unlock()
 	r.rebuild(kinds...)
 	var errs []error
 	if r.gw != nil {
@@ -414,17 +423,23 @@ func (r *Router) retry(s *server) {
 			err := r.startOne(ctx, s)
 			cancel()
 			if err == nil {
-				s.stateMu.Lock()
-				s.withdrawn = nil
-				s.stateMu.Unlock()
 				r.log.Info("mcp server is up after retrying", "server", s.name, "attempts", attempt)
-				r.rebuild(kinds...)
+				r.recovered(s)
 				return
 			}
 			r.log.Warn("mcp server still fails to start", "server", s.name, "attempt", attempt, "err", err)
 			delay = min(delay*2, r.opts.RetryMax)
 		}
 	})
+}
+
+// recovered puts a server that started again after failing back into the
+// merged view, under the names it had.
+func (r *Router) recovered(s *server) {
+	s.stateMu.Lock()
+	s.withdrawn = nil
+	s.stateMu.Unlock()
+	r.rebuild(kinds...)
 }
 
 // lost takes a server that can no longer be started out of the merged view
@@ -605,7 +620,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
 			s.mu.Unlock()
 		}
-		v := buildView(lists, k, r.opts)
+		v := buildView(lists, k, r.opts, r.claims[k.index])
 		for _, w := range v.warnings {
 			r.log.Warn(w)
 		}
