@@ -166,3 +166,24 @@ func TestPromptNamesStayWithTheirServer(t *testing.T) {
 		t.Errorf("exposed prompts %v, want %v", got, want)
 	}
 }
+
+// TestListingDuringStartClaimsNothing: a server that is listed (and merged)
+// before the others finished starting, as when it announces a list change
+// during start, does not claim names against the sorted-order rule.
+func TestListingDuringStartClaimsNothing(t *testing.T) {
+	r := NewRouter(RouterOptions{})
+	t.Cleanup(func() { _ = r.Close() })
+	r.Add(&fakeUpstream{name: "local", tools: []string{tool("pid")}})
+	r.Add(&fakeUpstream{name: "abacus", tools: []string{tool("pid")}})
+	if err := r.list(context.Background(), r.server("local"), kindTools); err != nil {
+		t.Fatal(err)
+	}
+	r.rebuild(kindTools) // what a re-listing during start does
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pid": "abacus/pid", "local_pid": "local/pid"}
+	if got := exposedTools(r, kindTools); !maps.Equal(got, want) {
+		t.Errorf("exposed %v, want %v", got, want)
+	}
+}

@@ -75,9 +75,13 @@ type Router struct {
 	serversMu sync.Mutex // serializes changes of the set
 	gw        *Gateway   // set by New; receives what servers send unprompted
 
-	rebuildMu    sync.Mutex
-	views        [4]atomic.Pointer[view] // by listKind.index
-	claims       [4]nameClaims           // of named kinds; under rebuildMu
+	rebuildMu sync.Mutex
+	views     [4]atomic.Pointer[view] // by listKind.index
+	claims    [4]nameClaims           // of named kinds; under rebuildMu
+	// claiming is set once the servers present at start have started (or
+	// the first server was started alone): before it, names follow the
+	// sorted-order rule only, so a listing during start claims nothing.
+	claiming     atomic.Bool
 	slowestStart time.Duration
 
 	closed   chan struct{} // closed by Close: background retries stop
@@ -191,6 +195,7 @@ func (r *Router) StartServer(ctx context.Context, name string) error {
 		return fmt.Errorf("mcp server %q is not added", name)
 	}
 	err := r.startOne(ctx, s)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	return err
 }
@@ -340,6 +345,7 @@ func (e *StartError) Error() string {
 // is the sandbox launcher's fail-fast start.
 func (r *Router) Start(ctx context.Context) error {
 	failed := r.startAll(ctx)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	if len(failed) > 0 {
 		return &StartError{Failed: failed}
@@ -353,6 +359,7 @@ func (r *Router) Start(ctx context.Context) error {
 // the router is closed.
 func (r *Router) StartAll(ctx context.Context) {
 	failed := r.startAll(ctx)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	for name, err := range failed {
 		r.log.Warn("mcp server failed to start; retrying in the background", "server", name, "err", err)
@@ -620,7 +627,11 @@ func (r *Router) rebuild(ks ...*listKind) {
 			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
 			s.mu.Unlock()
 		}
-		v := buildView(lists, k, r.opts, r.claims[k.index])
+		var claims nameClaims
+		if r.claiming.Load() {
+			claims = r.claims[k.index]
+		}
+		v := buildView(lists, k, r.opts, claims)
 		for _, w := range v.warnings {
 			r.log.Warn(w)
 		}
