@@ -80,7 +80,7 @@ http {
 			proxy_pass http://gateway;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
-			proxy_set_header Host 127.0.0.1:%[4]d;
+			proxy_set_header Host $http_host;
 			proxy_buffering off;
 			proxy_request_buffering off;
 			proxy_cache off;
