@@ -640,3 +640,84 @@ func TestLostServerIsUnavailable(t *testing.T) {
 		t.Errorf("a call of its tool: %s", r.Error)
 	}
 }
+
+// modernScripted is a scripted server of the 2026-07-28 era.
+type modernScripted struct{ scripted }
+
+func (*modernScripted) Modern() bool { return true }
+
+// TestBridgingInputRequired: a session-era client's call to a 2026-07-28
+// server carries the client's identity in _meta; the server's input
+// requests are asked of the client on the call's stream and the call is
+// retried with its answers and the server's requestState.
+func TestBridgingInputRequired(t *testing.T) {
+	const inputRequired = `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}},"requestState":"st-1"}`
+	tests := []struct {
+		name       string
+		clientCaps string
+		always     bool // the server asks again on every retry
+		wantResult string
+		wantErr    string
+		wantCalls  int
+	}{
+		{name: "asked, answered, retried", clientCaps: `{"elicitation":{}}`, wantResult: `{"content":[{"type":"text","text":"hello"}]}`, wantCalls: 2},
+		{name: "a client without the capability is not asked", clientCaps: `{}`,
+			wantErr: `mcp server \"m\" needs the client capability \"elicitation\" for elicitation/create, which the client did not declare`, wantCalls: 1},
+		{name: "a server that never stops asking is given up on", clientCaps: `{"elicitation":{}}`, always: true,
+			wantErr: `mcp server \"m\" asked for input 16 times in a row; giving up`, wantCalls: 17},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &modernScripted{scripted{fakeUpstream: fakeUpstream{name: "m", tools: []string{tool("greet")}}}}
+			f.handle = func(_ context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+				if wire.Get(params, "inputResponses") == nil || tt.always {
+					return &upstream.Response{Result: json.RawMessage(inputRequired)}, nil
+				}
+				return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}, nil
+			}
+			g := gatewayWith(t, RouterOptions{}, f)
+			s := sessionWith(t, g, tt.clientCaps)
+			if r := s.Handle(context.Background(), msg(`0`, "logging/setLevel", `{"level":"info"}`), nil); r.Error != nil {
+				t.Fatal(string(r.Error))
+			}
+			stream := &answeringStream{s: s, answer: `{"action":"accept","content":{"name":"Ada"}}`}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			reply := s.Handle(ctx, msg(`1`, "tools/call", `{"name":"greet","_meta":{"progressToken":3}}`), stream)
+			if tt.wantResult != "" && string(reply.Result) != tt.wantResult {
+				t.Errorf("result %s (error %s), want %s", reply.Result, reply.Error, tt.wantResult)
+			}
+			if got := string(reply.Error); (tt.wantErr == "") != (got == "") || !strings.Contains(got, tt.wantErr) {
+				t.Errorf("error %s, want %s", got, tt.wantErr)
+			}
+			calls := f.requests()
+			if len(calls) != tt.wantCalls {
+				t.Fatalf("the server got %d calls, want %d: %v", len(calls), tt.wantCalls, calls)
+			}
+			first := json.RawMessage(strings.TrimPrefix(calls[0], "tools/call "))
+			meta := wire.Get(first, "_meta")
+			for key, want := range map[string]string{
+				MetaProtocolVersion:    `"2026-07-28"`,
+				MetaClientInfo:         `{"name":"c","version":"1"}`,
+				MetaClientCapabilities: tt.clientCaps,
+				MetaLogLevel:           `"info"`,
+			} {
+				if got := string(wire.Get(meta, key)); got != want {
+					t.Errorf("_meta %s = %s, want %s (the client's own)", key, got, want)
+				}
+			}
+			if tt.wantCalls == 2 {
+				retry := json.RawMessage(strings.TrimPrefix(calls[1], "tools/call "))
+				if got := string(wire.Get(retry, "inputResponses")); got != `{"who":{"action":"accept","content":{"name":"Ada"}}}` {
+					t.Errorf("the retry's inputResponses %s", got)
+				}
+				if got := string(wire.Get(retry, "requestState")); got != `"st-1"` {
+					t.Errorf("the retry's requestState %s, want the server's", got)
+				}
+				if got := stream.methods(); !slices.Equal(got, []string{"elicitation/create"}) {
+					t.Errorf("the client's stream carried %v, want the elicitation", got)
+				}
+			}
+		})
+	}
+}
