@@ -29,9 +29,11 @@ staticcheck:
 
 # The MCP conformance suite against the Go SDK's fixture, directly and through the
 # gateway, compared per scenario; rewrites docs/conformance.md (test/conformance/README.md).
+# Then the same with nginx between the suite and the gateway (docs/conformance-nginx.md).
 # One configuration: make conformance CONFORMANCE_FLAGS='-configs alpha-2026-07-28'
 conformance: $(NPM_DIR)/node_modules/.package-lock.json
 	GO=$(GO) $(GO) run ./test/conformance/harness $(CONFORMANCE_FLAGS)
+	GO=$(GO) $(GO) run ./test/conformance/harness -proxy nginx $(CONFORMANCE_FLAGS)
 
 test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance bench-short
 	$(GO) test -race -count=1 ./...

@@ -97,8 +97,8 @@ func TestServersAddedAndRemovedLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectListChanged("after Remove")
-	if got, want := names(listAll(t, r)), []string{"one", "two"}; !slices.Equal(got, want) {
-		t.Errorf("after removing a: %v, want %v (b's tool takes the freed name)", got, want)
+	if got, want := names(listAll(t, r)), []string{"b_one", "two"}; !slices.Equal(got, want) {
+		t.Errorf("after removing a: %v, want %v (b's names stay as they were exposed)", got, want)
 	}
 	if err := r.Remove("a"); err == nil || !strings.Contains(err.Error(), `"a" is not added`) {
 		t.Errorf("removing twice: %v", err)

@@ -414,9 +414,36 @@ func (g *Gateway) setLevel(ctx context.Context, s *Session, params json.RawMessa
 	}
 	s.mu.Lock()
 	s.logLevel = i
+	own := make(map[*server]Upstream, len(s.ups))
+	for srv, up := range s.ups {
+		own[srv] = up
+	}
 	s.mu.Unlock()
 	g.ensureLevel(ctx, i)
+	// The client's own sessions of remote servers log to it alone: they
+	// take exactly its level.
+	for srv, up := range own {
+		g.setUpstreamLevel(ctx, srv, up, i)
+	}
 	return emptyResult
+}
+
+// setUpstreamLevel asks one upstream session of srv for messages down to
+// level, when it logs and takes the level that way.
+func (g *Gateway) setUpstreamLevel(ctx context.Context, srv *server, up Upstream, level int) {
+	// A 2026-07-28 server takes the level in each request's _meta.
+	if !hasCapability(up.InitializeResult(), "logging") || isModern(up) {
+		return
+	}
+	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
+	p = append(p, '}')
+	resp, err := up.Call(ctx, "logging/setLevel", p)
+	if err == nil && resp.Error != nil {
+		err = wire.DecodeError(resp.Error)
+	}
+	if err != nil {
+		g.Router.log.Warn("logging/setLevel failed", "server", srv.name, "err", err)
+	}
 }
 
 // ensureLevel makes the servers that log send messages down to level: the
@@ -429,20 +456,8 @@ func (g *Gateway) ensureLevel(ctx context.Context, level int) {
 	}
 	g.serverLevel = level
 	g.mu.Unlock()
-	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
-	p = append(p, '}')
 	for _, srv := range g.Router.all() {
-		// A 2026-07-28 server takes the level in each request's _meta.
-		if !hasCapability(srv.up.InitializeResult(), "logging") || srv.modern() {
-			continue
-		}
-		resp, err := srv.up.Call(ctx, "logging/setLevel", p)
-		if err == nil && resp.Error != nil {
-			err = wire.DecodeError(resp.Error)
-		}
-		if err != nil {
-			g.Router.log.Warn("logging/setLevel failed", "server", srv.name, "err", err)
-		}
+		g.setUpstreamLevel(ctx, srv, srv.up, level)
 	}
 }
 
@@ -706,7 +721,11 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 	default:
 	}
 	s.ups[srv] = up
+	level := s.logLevel // read with the store: a setLevel after this sees up in s.ups
 	s.mu.Unlock()
+	if level >= 0 {
+		s.gw.setUpstreamLevel(ctx, srv, up, level)
+	}
 	return up, nil
 }
 

@@ -75,8 +75,13 @@ type Router struct {
 	serversMu sync.Mutex // serializes changes of the set
 	gw        *Gateway   // set by New; receives what servers send unprompted
 
-	rebuildMu    sync.Mutex
-	views        [4]atomic.Pointer[view] // by listKind.index
+	rebuildMu sync.Mutex
+	views     [4]atomic.Pointer[view] // by listKind.index
+	claims    [4]nameClaims           // of named kinds; under rebuildMu
+	// claiming is set once the servers present at start have started (or
+	// the first server was started alone): before it, names follow the
+	// sorted-order rule only, so a listing during start claims nothing.
+	claiming     atomic.Bool
 	slowestStart time.Duration
 
 	closed   chan struct{} // closed by Close: background retries stop
@@ -95,7 +100,8 @@ type server struct {
 	items       [4][]json.RawMessage
 	modernItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
 	listedGen   atomic.Uint64        // the generation listed last; read on every call without s.mu
-	relisting   atomic.Bool
+	relisting   atomic.Bool          // a re-listing goroutine runs
+	dirty       atomic.Uint32        // kinds (bit listKind.index) changed since their last re-listing began
 
 	stateMu   sync.Mutex
 	state     string // "starting", "ready", "failed"
@@ -143,7 +149,10 @@ func NewRouter(opts RouterOptions) *Router {
 	r := &Router{opts: opts, log: opts.Logger, closed: make(chan struct{})}
 	r.servers.Store(&[]*server{})
 	for _, k := range kinds {
-		r.views[k.index].Store(buildView(nil, k, opts))
+		if k.rename {
+			r.claims[k.index] = nameClaims{}
+		}
+		r.views[k.index].Store(buildView(nil, k, opts, nil))
 	}
 	return r
 }
@@ -186,6 +195,7 @@ func (r *Router) StartServer(ctx context.Context, name string) error {
 		return fmt.Errorf("mcp server %q is not added", name)
 	}
 	err := r.startOne(ctx, s)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	return err
 }
@@ -207,6 +217,11 @@ func (r *Router) Remove(name string) error {
 	r.serversMu.Unlock()
 
 	close(s.gone)
+	r.rebuildMu.Lock()
+	for _, c := range r.claims {
+		c.release(s)
+	}
+	r.rebuildMu.Unlock()
 	r.rebuild(kinds...)
 	var errs []error
 	if r.gw != nil {
@@ -330,6 +345,7 @@ func (e *StartError) Error() string {
 // is the sandbox launcher's fail-fast start.
 func (r *Router) Start(ctx context.Context) error {
 	failed := r.startAll(ctx)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	if len(failed) > 0 {
 		return &StartError{Failed: failed}
@@ -343,6 +359,7 @@ func (r *Router) Start(ctx context.Context) error {
 // the router is closed.
 func (r *Router) StartAll(ctx context.Context) {
 	failed := r.startAll(ctx)
+	r.claiming.Store(true)
 	r.rebuild(kinds...)
 	for name, err := range failed {
 		r.log.Warn("mcp server failed to start; retrying in the background", "server", name, "err", err)
@@ -413,17 +430,23 @@ func (r *Router) retry(s *server) {
 			err := r.startOne(ctx, s)
 			cancel()
 			if err == nil {
-				s.stateMu.Lock()
-				s.withdrawn = nil
-				s.stateMu.Unlock()
 				r.log.Info("mcp server is up after retrying", "server", s.name, "attempts", attempt)
-				r.rebuild(kinds...)
+				r.recovered(s)
 				return
 			}
 			r.log.Warn("mcp server still fails to start", "server", s.name, "attempt", attempt, "err", err)
 			delay = min(delay*2, r.opts.RetryMax)
 		}
 	})
+}
+
+// recovered puts a server that started again after failing back into the
+// merged view, under the names it had.
+func (r *Router) recovered(s *server) {
+	s.stateMu.Lock()
+	s.withdrawn = nil
+	s.stateMu.Unlock()
+	r.rebuild(kinds...)
 }
 
 // lost takes a server that can no longer be started out of the merged view
@@ -604,7 +627,11 @@ func (r *Router) rebuild(ks ...*listKind) {
 			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
 			s.mu.Unlock()
 		}
-		v := buildView(lists, k, r.opts)
+		var claims nameClaims
+		if r.claiming.Load() {
+			claims = r.claims[k.index]
+		}
+		v := buildView(lists, k, r.opts, claims)
 		for _, w := range v.warnings {
 			r.log.Warn(w)
 		}
@@ -623,21 +650,50 @@ func (r *Router) rebuild(ks ...*listKind) {
 	}
 }
 
-// relist re-lists kinds of a server in the background; one at a time per server.
+// relist re-lists kinds of a server in the background; one re-listing at a
+// time per server. A change announced while one runs is not lost: each kind
+// is marked dirty, and the running re-listing goes on until no kind is, so
+// a prompts change that arrives during a tools re-listing is listed after it.
 func (r *Router) relist(s *server, ks ...*listKind) {
-	if !s.relisting.CompareAndSwap(false, true) {
-		return
+	var bits uint32
+	for _, k := range ks {
+		bits |= 1 << k.index
 	}
-	go func() {
-		defer s.relisting.Store(false)
+	s.dirty.Or(bits)
+	if !s.relisting.CompareAndSwap(false, true) {
+		return // the running re-listing sees the marks
+	}
+	go r.relistLoop(s)
+}
+
+// relistLoop re-lists the dirty kinds of a server until none is left.
+func (r *Router) relistLoop(s *server) {
+	for {
+		bits := s.dirty.Swap(0)
+		if bits == 0 {
+			s.relisting.Store(false)
+			// A mark set after the Swap whose relist saw this loop still
+			// running: take the turn back, or leave it to the one that did.
+			if s.dirty.Load() == 0 || !s.relisting.CompareAndSwap(false, true) {
+				return
+			}
+			continue
+		}
+		var ks []*listKind
+		for _, k := range kinds {
+			if bits&(1<<k.index) != 0 {
+				ks = append(ks, k)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
-		defer cancel()
-		if err := r.list(ctx, s, ks...); err != nil {
+		err := r.list(ctx, s, ks...)
+		cancel()
+		if err != nil {
 			r.log.Warn("re-listing failed", "server", s.name, "err", err)
-			return
+			continue
 		}
 		r.rebuild(ks...)
-	}()
+	}
 }
 
 // relistIfRestarted re-lists a server whose process was restarted since it

@@ -70,34 +70,81 @@ type view struct {
 // buildView merges the servers' listings (servers in sorted order). Named
 // kinds follow the naming rule; for resources and templates the first server
 // in sorted order offering a URI keeps it and later duplicates are hidden.
-func buildView(lists []serverItems, kind *listKind, opts RouterOptions) *view {
+//
+// claims (named kinds only; nil otherwise) are the names exposed so far:
+// an item keeps the name it was given before, and no other item takes a
+// name claimed by another, so a server added later never moves a name; the
+// names given now are added to claims. With no claims yet this is the
+// naming rule over the servers in sorted order.
+func buildView(lists []serverItems, kind *listKind, opts RouterOptions, claims nameClaims) *view {
 	v := &view{kind: kind, byKey: map[string]*item{}, pageSize: opts.PageSize}
-	for _, l := range lists {
-		for _, def := range l.items {
+	keys := make([][]string, len(lists))
+	exposed := make([][]string, len(lists)) // "" until named
+	for i, l := range lists {
+		keys[i] = make([]string, len(l.items))
+		exposed[i] = make([]string, len(l.items))
+		for j, def := range l.items {
 			key, ok := wire.GetString(def, kind.key)
 			if !ok || key == "" {
 				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: a %s entry without %q is skipped", l.server.name, kind.method, kind.key))
+				continue
+			}
+			keys[i][j] = key
+		}
+	}
+	taken := map[string]*server{} // exposed name → its server
+	// First the items named before keep their names...
+	if claims != nil {
+		held := claims.byOwner()
+		for i, l := range lists {
+			for j, key := range keys[i] {
+				if name, ok := held[claim{l.server, key}]; ok && key != "" && taken[name] == nil {
+					exposed[i][j], taken[name] = name, l.server
+				}
+			}
+		}
+	}
+	// ...then the others, in sorted order, take the first name neither
+	// taken now nor claimed by another item.
+	for i, l := range lists {
+		for j, key := range keys[i] {
+			if key == "" || exposed[i][j] != "" {
 				continue
 			}
 			candidates := []string{key}
 			if kind.rename && l.server.builtin == nil {
 				candidates = opts.Prefix.candidates(l.server.name, key)
 			}
-			exposed := ""
 			for _, c := range candidates {
-				if _, taken := v.byKey[c]; !taken {
-					exposed = c
+				if owner, claimed := claims[c]; taken[c] == nil && (!claimed || owner == claim{l.server, key}) {
+					exposed[i][j], taken[c] = c, l.server
 					break
 				}
 			}
-			if exposed == "" {
-				owner := v.byKey[candidates[0]]
-				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %s %q is hidden: server %q offers it too and comes first", l.server.name, kind.key, key, ownerName(owner)))
+			if exposed[i][j] == "" {
+				owner := taken[candidates[0]]
+				if owner == nil {
+					owner = claims[candidates[0]].server
+				}
+				v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %s %q is hidden: server %q offers it too and came first",
+					l.server.name, kind.key, key, owner.name))
 				continue
 			}
+			if claims != nil {
+				claims[exposed[i][j]] = claim{l.server, key}
+			}
+		}
+	}
+	for i, l := range lists {
+		for j, def := range l.items {
+			name := exposed[i][j]
+			if name == "" {
+				continue
+			}
+			key := keys[i][j]
 			it := &item{server: l.server, original: key, def: def}
-			if exposed != key {
-				renamed, err := wire.SetString(def, kind.key, exposed)
+			if name != key {
+				renamed, err := wire.SetString(def, kind.key, name)
 				if err != nil {
 					v.warnings = append(v.warnings, fmt.Sprintf("mcp server %q: %q is skipped: %v", l.server.name, key, err))
 					continue
@@ -107,19 +154,12 @@ func buildView(lists []serverItems, kind *listKind, opts RouterOptions) *view {
 			if kind == kindTemplates {
 				it.match = parseURITemplate(key)
 			}
-			v.byKey[exposed] = it
+			v.byKey[name] = it
 			v.items = append(v.items, it)
 		}
 	}
 	v.pages = encodePages(v.items, kind.field, opts.PageSize)
 	return v
-}
-
-func ownerName(it *item) string {
-	if it == nil {
-		return "?"
-	}
-	return it.server.name
 }
 
 func encodePages(items []*item, field string, size int) []json.RawMessage {

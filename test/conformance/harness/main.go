@@ -71,13 +71,30 @@ func run() int {
 		knownGaps    = flag.String("known-gaps", "test/conformance/known-gaps.txt", "known-gaps file, relative to -root")
 		doc          = flag.String("doc", "docs/conformance.md", "where a full run writes its report, relative to -root; empty: nowhere")
 		suiteTimeout = flag.Duration("suite-timeout", 5*time.Minute, "longest one suite run may take")
+		proxy        = flag.String("proxy", "", "what stands between the suite and the gateway: empty for nothing, or \"nginx\" "+
+			"(its outputs then default to test/out/conformance-nginx and docs/conformance-nginx.md)")
 	)
 	flag.Parse()
+	set := map[string]bool{}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "harness: unexpected arguments %q\n", flag.Args())
 		return 2
 	}
 	began := time.Now()
+	switch *proxy {
+	case "":
+	case proxyNginx:
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["out"] {
+			*out = "test/out/conformance-nginx"
+		}
+		if !set["doc"] {
+			*doc = "docs/conformance-nginx.md"
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "harness: unknown -proxy %q (known: nginx)\n", *proxy)
+		return 2
+	}
 
 	selected, err := selectConfigs(*configs)
 	if err != nil {
@@ -104,6 +121,7 @@ func run() int {
 		out:          rel(*out),
 		suiteTimeout: *suiteTimeout,
 		configs:      selected,
+		proxy:        *proxy,
 	}
 	runErr := h.runAll(ctx) // stops every process it started before returning
 	if runErr != nil {

@@ -29,6 +29,7 @@ type harness struct {
 	root, out    string
 	suiteTimeout time.Duration
 	configs      []suiteConfig
+	proxy        string // "" or proxyNginx: what stands between the suite and the gateway
 
 	npmBin   string // test/npm/node_modules/.bin
 	node     string // Node 22
@@ -45,6 +46,7 @@ type meta struct {
 	SDKVersion    string // of the fixture binary
 	GatewayBuild  string // commit the gateway binary was built from
 	GatewayArgs   string // the gateway's command line, paths relative to the root
+	Proxy         string // the proxy in front of the gateway and its version, "" for none
 }
 
 func (h *harness) runAll(ctx context.Context) error {
@@ -156,6 +158,14 @@ func (h *harness) runAll(ctx context.Context) error {
 	gatewayURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	if err := waitHTTP(ctx, gw, fmt.Sprintf("http://127.0.0.1:%d/health", port), func(r *http.Response) bool { return r.StatusCode == http.StatusOK }); err != nil {
 		return setupErr("%v", err)
+	}
+	if h.proxy == proxyNginx {
+		px, url, err := h.startNginx(ctx, port)
+		if err != nil {
+			return err
+		}
+		defer px.stop()
+		gatewayURL = url
 	}
 
 	// The suite calls the fixture's tools by name: the gateway must expose
