@@ -53,6 +53,12 @@ func (c *conn) newResponse(req *http.Request) *response {
 
 func (w *response) Header() http.Header { return w.header }
 
+// SetWriteDeadline sets the connection's write deadline, for
+// http.ResponseController: a write not done by then fails (a streaming
+// handler bounds how long a client that stops reading can hold it). As
+// with net/http, the deadline outlives the request: reset it when done.
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
 func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic("httpd: invalid WriteHeader code " + strconv.Itoa(code))

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A client that stops reading its response holds up only itself: client A
+// starts a call that streams many progress notifications and never reads
+// its response, with a tiny receive buffer; client B's echo calls to the
+// same server all succeed meanwhile, and the gateway closes A's stream,
+// saying so in its log.
+func TestIsolationSlowClient(t *testing.T) {
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"everything": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything")))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// A: a session, then the call on a raw socket it never reads.
+	sid := rawInitialize(ctx, t, g)
+	a := dialSmallBuffer(t, g.port)
+	defer a.Close()
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"trigger-long-running-operation",` +
+		`"arguments":{"duration":20,"steps":10000},"_meta":{"progressToken":"a-progress"}}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + g.token +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: " + sid +
+		"\r\nMcp-Protocol-Version: " + sessionEra + fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n", len(call)) + call
+	if _, err := io.WriteString(a, req); err != nil {
+		t.Fatal(err)
+	}
+
+	// B: echo calls until A's stream is closed, and a few after.
+	b := g.connectEra(ctx, sessionEra)
+	const closedLine = "closed a slow client's stream"
+	echo := func(i int) {
+		t.Helper()
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second) // a hang, not a speed, fails the test
+		defer cancel()
+		msg := fmt.Sprintf("b-%d", i)
+		res, err := b.CallTool(callCtx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
+		if err != nil || res.IsError || text(res) != "Echo: "+msg {
+			t.Fatalf("B's echo call %d while A does not read: %v %+v", i, err, res)
+		}
+	}
+	calls := 0
+	for ; !strings.Contains(g.log(), closedLine); calls++ {
+		if ctx.Err() != nil {
+			t.Fatalf("the gateway never closed A's stream; log:\n%s", g.log())
+		}
+		echo(calls)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		echo(calls)
+		calls++
+	}
+	var line string
+	for _, l := range strings.Split(g.log(), "\n") {
+		if strings.Contains(l, closedLine) {
+			line = l
+		}
+	}
+	for _, want := range []string{"level=WARN", "session=" + sid[:8], "stream=p", "request=2", "reason="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the log line %q lacks %q", line, want)
+		}
+	}
+	t.Logf("B made %d echo calls while A did not read; %s", calls, line)
+
+	// A's response ends without the call's answer: its stream was closed,
+	// not completed, once the call ended.
+	_ = a.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	got, err := io.ReadAll(a)
+	if err != nil {
+		t.Fatalf("reading what A was sent: %v", err)
+	}
+	if !bytes.Contains(got, []byte("notifications/progress")) || bytes.Contains(got, []byte("Long running operation completed")) {
+		t.Errorf("A got %d bytes ending %q; want progress notifications and no answer", len(got), got[max(0, len(got)-300):])
+	}
+}
+
+// rawInitialize opens a session-era session with plain HTTP and returns its id.
+func rawInitialize(ctx context.Context, t *testing.T, g *gw) string {
+	t.Helper()
+	post := func(sid, body string) *http.Response {
+		req, err := http.NewRequestWithContext(ctx, "POST", g.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", sessionEra)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+sessionEra+`","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %s", resp.Status)
+	}
+	return sid
+}
+
+// dialSmallBuffer connects with a receive buffer as small as the kernel
+// allows, so a client that does not read stops the sender soon.
+func dialSmallBuffer(t *testing.T, port int) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sseEvents reads SSE events (id and data) from r until it ends.
+func sseEvents(r io.Reader) (ids []string, data []json.RawMessage) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	var id, d string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if id != "" || d != "" {
+				ids, data = append(ids, id), append(data, json.RawMessage(d))
+			}
+			id, d = "", ""
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(line[3:])
+		case strings.HasPrefix(line, "data:"):
+			d = strings.TrimSpace(line[5:])
+		}
+	}
+	return ids, data
+}
+
+// /health tells anyone the status and each server's state, and only a
+// caller with the token the error texts (which quote servers' stderr); a
+// loopback listener refuses a foreign Host, as on /mcp.
+func TestHealthDetailNeedsToken(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "never")
+	s := startServe(t, fmt.Sprintf(`{"healthy": {"runCmd": %q}, "late": {"runCmd": %q, "envs": {"E2E_SERVER_REQUIRES": %q}}}`,
+		testServerCmd(), testServerCmd(), marker))
+	get := func(auth, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/health", s.port), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		name, auth, host string
+		status           int
+		detail           bool
+	}{
+		{"no token", "", "", http.StatusOK, false},
+		{"wrong token", "Bearer wrong", "", http.StatusOK, false},
+		{"the token", "Bearer " + s.token, "", http.StatusOK, true},
+		{"foreign Host", "Bearer " + s.token, "evil.example", http.StatusForbidden, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := get(tt.auth, tt.host)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %s", status, tt.status, body)
+			}
+			if status != http.StatusOK {
+				return
+			}
+			var h health
+			if err := json.Unmarshal([]byte(body), &h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != "ok" || h.Upstreams["late"].State != "failed" || h.Upstreams["healthy"].State != "ready" || h.Upstreams["healthy"].Tools == 0 {
+				t.Errorf("health = %s, want status, states and tool counts", body)
+			}
+			if got := strings.Contains(body, "is missing"); got != tt.detail || strings.Contains(body, `"lastError"`) != tt.detail {
+				t.Errorf("error text shown = %v, want %v: %s", got, tt.detail, body)
+			}
+		})
+	}
+}
