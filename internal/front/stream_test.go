@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -231,4 +232,116 @@ func TestParseEventID(t *testing.T) {
 			t.Errorf("parseEventID(%q) = %q, %d, %v; want %q, %d, %v", tt.id, stream, seq, ok, tt.stream, tt.seq, tt.ok)
 		}
 	}
+}
+
+// cutWriter is a connection that takes its first write and then breaks,
+// as when a client's network drops mid-stream.
+type cutWriter struct {
+	header http.Header
+	mu     sync.Mutex
+	got    bytes.Buffer // what the client received
+	writes int
+}
+
+func (w *cutWriter) Header() http.Header { return w.header }
+func (w *cutWriter) WriteHeader(int)     {}
+func (w *cutWriter) Flush()              {}
+func (w *cutWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	if w.writes > 1 {
+		return 0, errors.New("connection reset by peer")
+	}
+	return w.got.Write(p)
+}
+
+// A session-era call whose connection breaks goes on; a GET with the last
+// event id the client received gets the rest of its events, the answer
+// last, and then the stream is over: resuming it again is refused.
+func TestResumeCutPOSTStream(t *testing.T) {
+	h := &Handler{Gateway: newGateway()}
+	defer h.Close()
+	sid := initSession(t, h)
+	h.mu.Lock()
+	sess := h.sessions[sid]
+	h.mu.Unlock()
+
+	cw := &cutWriter{header: http.Header{}}
+	st := &stream{h: h, w: cw, ctx: context.Background(), sess: sess, reqID: json.RawMessage(`5`)}
+	var sent []string
+	send := func() {
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d}}`, len(sent))
+		if err := st.Send([]byte(msg)); err != nil {
+			t.Fatalf("Send after the connection broke: %v", err)
+		}
+		sent = append(sent, msg)
+	}
+	send()
+	for done := false; !done; {
+		send()
+		select {
+		case <-st.done: // the pump saw the connection break
+			done = true
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	send()
+	st.reply(json.RawMessage(`5`), gateway.Reply{Result: json.RawMessage(`{"content":[]}`)})
+	want := append(sent, `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`)
+
+	cw.mu.Lock()
+	ids, data := parseSSE(t, cw.got.String())
+	cw.mu.Unlock()
+	if len(ids) == 0 || data[0] != "" || !strings.HasPrefix(cw.got.String(), "id: p1-0\nretry: 1000\ndata: \n\n") {
+		t.Fatalf("the stream did not start with its priming event: %q", cw.got.String())
+	}
+	last := ids[len(ids)-1]
+
+	resume := func() *httptest.ResponseRecorder {
+		return do(h, "GET", "", "Mcp-Session-Id", sid, "Last-Event-ID", last)
+	}
+	var w *httptest.ResponseRecorder
+	within(t, "the resumed stream", func() { w = resume() })
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET with Last-Event-ID %s: %d %s", last, w.Code, w.Body)
+	}
+	rids, rdata := parseSSE(t, w.Body.String())
+	all := append(data[1:], rdata...)
+	if strings.Join(all, "\n") != strings.Join(want, "\n") {
+		t.Errorf("received before the cut %v and after resuming %v; want every message once, in order, the answer last:\n%v", data[1:], rdata, want)
+	}
+	allIDs := append(ids, rids...)
+	for i, id := range allIDs {
+		if id != fmt.Sprintf("p1-%d", i) {
+			t.Errorf("event %d has id %q, want p1-%d", i, id, i)
+		}
+	}
+	if w := resume(); w.Code != http.StatusBadRequest {
+		t.Errorf("resuming a delivered stream again: %d, want 400", w.Code)
+	}
+}
+
+// parseSSE returns the ids and data of the events in an SSE body.
+func parseSSE(t *testing.T, body string) (ids, data []string) {
+	t.Helper()
+	for _, ev := range strings.Split(body, "\n\n") {
+		if ev == "" {
+			continue
+		}
+		var id, d string
+		for _, line := range strings.Split(ev, "\n") {
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				id = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				d = v
+			}
+		}
+		ids, data = append(ids, id), append(data, d)
+	}
+	return ids, data
 }
