@@ -145,28 +145,6 @@ func dialSmallBuffer(t *testing.T, port int) net.Conn {
 	return c
 }
 
-// sseEvents reads SSE events (id and data) from r until it ends.
-func sseEvents(r io.Reader) (ids []string, data []json.RawMessage) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	var id, d string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if id != "" || d != "" {
-				ids, data = append(ids, id), append(data, json.RawMessage(d))
-			}
-			id, d = "", ""
-		case strings.HasPrefix(line, "id:"):
-			id = strings.TrimSpace(line[3:])
-		case strings.HasPrefix(line, "data:"):
-			d = strings.TrimSpace(line[5:])
-		}
-	}
-	return ids, data
-}
-
 // /health tells anyone the status and each server's state, and only a
 // caller with the token the error texts (which quote servers' stderr); a
 // loopback listener refuses a foreign Host, as on /mcp.
@@ -225,4 +203,132 @@ func TestHealthDetailNeedsToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A session-era call whose connection is cut goes on: a GET with the last
+// event id received gets the rest of its events and its answer, each once.
+func TestResumeCutCall(t *testing.T) {
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"everything": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything")))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sid := rawInitialize(ctx, t, g)
+	request := func(method, body string, headers ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, g.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", sessionEra)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%s: %s %s %s", method, resp.Status, resp.Header.Get("Content-Type"), b)
+		}
+		return resp
+	}
+	resp := request("POST", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"trigger-long-running-operation",`+
+		`"arguments":{"duration":3,"steps":6},"_meta":{"progressToken":"p"}}}`)
+	events := newSSEReader(resp.Body)
+	var ids []string
+	var got []string   // the data of the events received, the priming event's excluded
+	for len(got) < 2 { // the priming event and two progress notifications, then the cut
+		id, data, err := events.next()
+		if err != nil {
+			t.Fatalf("reading the call's stream: %v (ids so far %v)", err, ids)
+		}
+		if id == "" {
+			t.Fatalf("an event without an id: %q", data)
+		}
+		ids = append(ids, id)
+		if data != "" {
+			got = append(got, data)
+		}
+	}
+	if !strings.HasSuffix(ids[0], "-0") {
+		t.Errorf("first event id %q: want the priming event's", ids[0])
+	}
+	resp.Body.Close()
+
+	resumed := request("GET", "", "Last-Event-ID", ids[len(ids)-1])
+	defer resumed.Body.Close()
+	events = newSSEReader(resumed.Body)
+	for {
+		id, data, err := events.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the resumed stream: %v", err)
+		}
+		ids = append(ids, id)
+		got = append(got, data)
+	}
+	var progress []float64
+	for _, d := range got[:len(got)-1] {
+		var n struct {
+			Method string
+			Params struct{ Progress float64 }
+		}
+		if err := json.Unmarshal([]byte(d), &n); err != nil || n.Method != "notifications/progress" {
+			t.Fatalf("event %q: want a progress notification", d)
+		}
+		progress = append(progress, n.Params.Progress)
+	}
+	if fmt.Sprint(progress) != "[1 2 3 4 5 6]" {
+		t.Errorf("progress before and after the cut: %v, want 1..6 once each", progress)
+	}
+	if last := got[len(got)-1]; !strings.Contains(last, `"id":7`) || !strings.Contains(last, "Long running operation completed") {
+		t.Errorf("last event %q: want the call's answer", last)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Errorf("event id %s twice in %v", id, ids)
+		}
+		seen[id] = true
+	}
+}
+
+// sseReader reads SSE events one at a time.
+type sseReader struct{ sc *bufio.Scanner }
+
+func newSSEReader(r io.Reader) *sseReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	return &sseReader{sc}
+}
+
+// next returns the next event's id and data; io.EOF when the stream ends.
+func (r *sseReader) next() (id, data string, err error) {
+	seen := false
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		switch {
+		case line == "":
+			if seen {
+				return id, data, nil
+			}
+		case strings.HasPrefix(line, "id:"):
+			id, seen = strings.TrimSpace(line[3:]), true
+		case strings.HasPrefix(line, "data:"):
+			data, seen = strings.TrimSpace(line[5:]), true
+		default:
+			seen = true
+		}
+	}
+	if err := r.sc.Err(); err != nil {
+		return "", "", err
+	}
+	return "", "", io.EOF
 }
