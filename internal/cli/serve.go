@@ -282,9 +282,17 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 		Gateway:      gw,
 		Token:        token,
 		MaxBodyBytes: g.maxBodyBytes,
-		Health: func() any {
-			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": router.Status()}
+		Health: func(detail bool) any {
+			status := router.Status()
+			if !detail { // an error text may quote a server's stderr, secrets included
+				for name, st := range status {
+					st.LastError = ""
+					status[name] = st
+				}
+			}
+			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": status}
 		},
+		Logger: logger,
 	}
 	g.http.configure(handler, logger)
 	srv, sl := g.http.server(handler, ln, logger)

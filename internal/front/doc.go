@@ -8,4 +8,14 @@
 // client's gateway.Session. It knows nothing about upstream servers or
 // processes. It is an http.Handler: internal/httpd serves it, reading and
 // answering POST /mcp itself and leaving the rest to net/http.
+//
+// Streams (stream.go): a request's answer is plain JSON unless a message for
+// it comes first; then its response becomes an SSE stream whose events are
+// queued (bounded) and written by a goroutine of its own with a write
+// deadline, so a client that stops reading holds up only itself and loses
+// only its own stream. In the session era every stream's events carry ids and
+// the last ones are kept, for a client resuming it with Last-Event-ID.
+//
+// Sessions (session.go): the front's record of a session-era client, its
+// activity (an idle session expires) and its resumable streams.
 package front

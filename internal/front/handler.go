@@ -42,8 +42,11 @@ type Handler struct {
 	Token string
 	// MaxBodyBytes bounds a request body (413 beyond); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Health returns the /health document; nil serves {"status":"ok"}.
-	Health func() any
+	// Health returns the /health document: with detail (the request
+	// carries a valid bearer token, or authentication is off) everything it
+	// knows, without only what an anonymous caller may see (status and
+	// per-server state, never an error text). nil serves {"status":"ok"}.
+	Health func(detail bool) any
 	// Tenants, when set, replaces Gateway and Token: the bearer token
 	// decides which gateway a request reaches (host mode: one per sandbox),
 	// and a token it returns nil for gets 401. It must compare tokens in
@@ -54,7 +57,8 @@ type Handler struct {
 	// closes that stream, logging which; 0 means DefaultSlowClientTimeout.
 	SlowClientTimeout time.Duration
 	// SessionIdleTimeout ends a session (and every upstream session it
-	// holds) after this long without a request; 0 means never.
+	// holds) after this long without a request; 0 means never. A request
+	// in progress, an open GET stream included, keeps its session alive.
 	SessionIdleTimeout time.Duration
 	// MaxSessions bounds the open session-era sessions; an initialize
 	// beyond it is refused with 503. 0 means no limit.
@@ -64,8 +68,33 @@ type Handler struct {
 	Logger *slog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*gateway.Session
+	sessions map[string]*session
+
+	initOnce    sync.Once
+	stop        chan struct{} // closed by Close: stops the janitor
+	closeOnce   sync.Once
+	janitorOnce sync.Once
 }
+
+func (h *Handler) init() {
+	h.initOnce.Do(func() { h.stop = make(chan struct{}) })
+}
+
+func (h *Handler) slowClientTimeout() time.Duration {
+	if h.SlowClientTimeout > 0 {
+		return h.SlowClientTimeout
+	}
+	return DefaultSlowClientTimeout
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return discard
+}
+
+var discard = slog.New(slog.DiscardHandler)
 
 // ServeHTTP routes /mcp and /health.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +109,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if !rebindingSafe(r) {
+		forbidRebinding(w)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -87,14 +120,18 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	var doc any = map[string]string{"status": "ok"}
 	if h.Health != nil {
-		doc = h.Health()
+		doc = h.Health(h.gateway(r) != nil)
 	}
 	writeJSON(w, http.StatusOK, doc)
 }
 
+func forbidRebinding(w http.ResponseWriter) {
+	http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
+}
+
 func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !rebindingSafe(r) {
-		http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
+		forbidRebinding(w)
 		return
 	}
 	gw := h.gateway(r)
@@ -171,22 +208,25 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	if !ok {
 		return
 	}
+	sess.begin()
+	defer sess.end()
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.LegacyVersions, v) {
 		h.refuseVersion(w, m, v)
 		return
 	}
 	switch {
 	case m.IsNotification():
-		sess.HandleNotification(context.WithoutCancel(r.Context()), m)
+		sess.gs.HandleNotification(context.WithoutCancel(r.Context()), m)
 		w.WriteHeader(http.StatusAccepted)
 	case m.IsResponse():
-		sess.HandleResponse(m)
+		sess.gs.HandleResponse(m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		// A dropped connection is not a cancellation in the session era: the
-		// client cancels with notifications/cancelled.
-		st := &stream{w: w}
-		reply := sess.Handle(context.WithoutCancel(r.Context()), m, st)
+		// client cancels with notifications/cancelled. The rest of the
+		// call's stream waits for a GET with Last-Event-ID.
+		st := &stream{h: h, w: w, ctx: r.Context(), sess: sess, reqID: m.ID}
+		reply := sess.gs.Handle(context.WithoutCancel(r.Context()), m, st)
 		st.reply(m.ID, reply)
 	}
 }
@@ -234,25 +274,90 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 }
 
 func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) {
-	sess, result, werr := gw.Initialize(m.Params)
+	if h.full() {
+		h.refuseSession(w, m)
+		return
+	}
+	gs, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
 		writeRPCError(w, http.StatusOK, m.ID, werr)
 		return
 	}
-	id := newSessionID()
+	s := &session{id: newSessionID(), gs: gs}
+	s.last.Store(time.Now().UnixNano())
 	h.mu.Lock()
-	if h.sessions == nil {
-		h.sessions = map[string]*gateway.Session{}
+	if h.MaxSessions > 0 && len(h.sessions) >= h.MaxSessions { // another initialize took the last place
+		h.mu.Unlock()
+		gs.Close()
+		h.refuseSession(w, m)
+		return
 	}
-	h.sessions[id] = sess
+	if h.sessions == nil {
+		h.sessions = map[string]*session{}
+	}
+	h.sessions[s.id] = s
 	h.mu.Unlock()
-	w.Header().Set(headerSessionID, id)
+	if h.SessionIdleTimeout > 0 {
+		h.janitorOnce.Do(func() {
+			h.init()
+			go h.janitor(h.SessionIdleTimeout)
+		})
+	}
+	w.Header().Set(headerSessionID, s.id)
 	writeReply(w, 0, m.ID, gateway.Reply{Result: result})
+}
+
+// full reports whether the sessions are at MaxSessions.
+func (h *Handler) full() bool {
+	if h.MaxSessions <= 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions) >= h.MaxSessions
+}
+
+func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) {
+	w.Header().Set("Retry-After", "10")
+	writeRPCError(w, http.StatusServiceUnavailable, m.ID, wire.Errorf(wire.CodeInternalError,
+		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions))
+}
+
+// janitor ends the sessions idle for longer than timeout, until Close.
+func (h *Handler) janitor(timeout time.Duration) {
+	tick := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case now := <-tick.C:
+			h.expire(now.Add(-timeout))
+		}
+	}
+}
+
+// expire ends the sessions without a request in progress since before.
+func (h *Handler) expire(before time.Time) {
+	var ended []*session
+	h.mu.Lock()
+	for id, s := range h.sessions {
+		if s.busy.Load() == 0 && s.last.Load() < before.UnixNano() {
+			ended = append(ended, s)
+			delete(h.sessions, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range ended {
+		h.logger().Info("session expired: no request for the session idle timeout; its client must initialize again",
+			"session", s.logID(), "timeout", h.SessionIdleTimeout)
+		s.gs.Close()
+	}
 }
 
 // session finds the request's session, answering 400 or 404 itself when
 // there is none. A session of another gateway (another token's) is none.
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) (*gateway.Session, bool) {
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) (*session, bool) {
 	var rid json.RawMessage
 	if m != nil {
 		rid = m.ID
@@ -265,7 +370,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Ga
 	h.mu.Lock()
 	sess := h.sessions[id]
 	h.mu.Unlock()
-	if sess == nil || sess.Gateway() != gw {
+	if sess == nil || sess.gs.Gateway() != gw {
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}
@@ -278,41 +383,58 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, gw *gatewa
 		return
 	}
 	h.mu.Lock()
-	delete(h.sessions, r.Header.Get(headerSessionID))
+	delete(h.sessions, sess.id)
 	h.mu.Unlock()
-	sess.Close()
+	sess.gs.Close()
 	w.WriteHeader(http.StatusOK)
 }
 
-// serveGet opens the session's stream of server-initiated messages.
+// serveGet opens a stream of the session's server-initiated messages or,
+// with Last-Event-ID, resumes one of the session's streams after that
+// event: a GET stream goes on with new messages, a POST's stream ends with
+// its request's answer.
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
 	sess, ok := h.session(w, r, gw, nil)
 	if !ok {
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	sess.begin()
+	defer sess.end()
+	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-sess.Done():
-			return
-		case <-gw.Closing():
-			return
-		case msg := <-sess.Outbox():
-			if err := writeEvent(w, msg); err != nil {
-				return
-			}
-			flusher.Flush()
+	var ev *events
+	var from uint64
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		id, seq, ok := parseEventID(last)
+		if ok {
+			ev = sess.lookup(id)
 		}
+		if ev == nil {
+			writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest,
+				"Last-Event-ID %q names no stream of this session that can be resumed (it ended or was never opened); open a GET stream without it", last))
+			return
+		}
+		from = seq + 1
+	} else {
+		ev = h.newEvents(sess.newStreamID('g'), sess.logID())
+		sess.keep(ev)
+	}
+	wr := ev.attach(from)
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var more <-chan []byte
+	var closing <-chan struct{}
+	if ev.id[0] == 'g' {
+		more, closing = sess.gs.Outbox(), gw.Closing()
+	}
+	complete, _ := ev.serve(r.Context(), w, wr, more, sess.gs.Done(), closing)
+	if complete {
+		sess.forget(ev.id)
 	}
 }
 
@@ -320,27 +442,29 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 // sandbox's), ending them.
 func (h *Handler) Forget(gw *gateway.Gateway) {
 	h.mu.Lock()
-	var ended []*gateway.Session
+	var ended []*session
 	for id, s := range h.sessions {
-		if s.Gateway() == gw {
+		if s.gs.Gateway() == gw {
 			ended = append(ended, s)
 			delete(h.sessions, id)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
-		s.Close()
+		s.gs.Close()
 	}
 }
 
-// Close ends every session.
+// Close ends every session and stops the expiry of idle ones.
 func (h *Handler) Close() {
+	h.init()
+	h.closeOnce.Do(func() { close(h.stop) })
 	h.mu.Lock()
 	sessions := h.sessions
 	h.sessions = nil
 	h.mu.Unlock()
 	for _, s := range sessions {
-		s.Close()
+		s.gs.Close()
 	}
 }
 

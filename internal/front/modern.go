@@ -1,6 +1,7 @@
 package front
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -45,16 +46,20 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 		writeRPCError(w, http.StatusBadRequest, m.ID, werr)
 		return
 	}
-	st := &stream{w: w}
+	// Closing the stream, the client's doing or the gateway's (a client too
+	// slow to read it), cancels the request.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	st := &stream{h: h, w: w, ctx: r.Context(), cancel: cancel, reqID: m.ID}
 	var reply gateway.Reply
 	if m.Method == "subscriptions/listen" {
-		reply = gw.Listen(r.Context(), m, st)
+		reply = gw.Listen(ctx, m, st)
 		if reply.Result == nil && reply.Error == nil {
 			st.close() // the client went away: nothing more to write
 			return
 		}
 	} else {
-		reply = gw.HandleModern(r.Context(), m, st)
+		reply = gw.HandleModern(ctx, m, st)
 	}
 	if reply.Error != nil {
 		switch wire.DecodeError(reply.Error).Code {

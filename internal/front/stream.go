@@ -1,13 +1,35 @@
 package front
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// streamBuffer is how many of an SSE stream's latest events are kept: the
+// events a slow connection has not written yet (its queue: a full one
+// refuses more), and the events a client resuming the stream with
+// Last-Event-ID gets again.
+const streamBuffer = 256
+
+// retryMillis is the reconnection delay the priming event of a resumable
+// stream asks for (the SSE retry field).
+const retryMillis = 1000
+
+var (
+	errStreamClosed = errors.New("the request's response is complete")
+	errStreamFull   = errors.New("the client's stream is not being read: its queue is full")
 )
 
 // stream is the HTTP response of one client request. It answers with plain
@@ -16,61 +38,420 @@ import (
 // stream, sends those messages as events and the answer as the last one.
 // Plain JSON costs far less than an SSE stream, and most calls have no
 // interim message.
+//
+// Send never writes: it queues the message in the stream's events, and a
+// goroutine of the stream's own (started by the first interim message)
+// writes them, so a client that stops reading holds up only itself.
 type stream struct {
-	mu     sync.Mutex
+	h      *Handler
 	w      http.ResponseWriter
-	sse    bool // headers written for an event stream
-	closed bool // the answer has been written; the ResponseWriter is no longer ours
-	status int  // status of a plain JSON answer; 0 means 200
+	ctx    context.Context    // the request's: done when the client goes away
+	sess   *session           // nil: not resumable (a 2026-07-28 request)
+	cancel context.CancelFunc // cancels the call when its stream is closed; nil: the call goes on
+	reqID  json.RawMessage    // names the request in log lines
+
+	mu     sync.Mutex
+	ev     *events       // nil until the first interim message
+	closed bool          // the answer is in: nothing more is sent
+	status int           // status of a plain JSON answer; 0 means 200
+	done   chan struct{} // closed when the writing goroutine returns
 }
 
-var errStreamClosed = errors.New("the request's response is complete")
-
-// Send writes an interim message, switching the response to SSE first.
+// Send queues an interim message, switching the response to SSE first.
 func (s *stream) Send(msg []byte) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return errStreamClosed
 	}
-	if !s.sse {
-		s.sse = true
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		s.w.WriteHeader(http.StatusOK)
+	if s.ev == nil {
+		s.startSSE()
 	}
-	if err := writeEvent(s.w, msg); err != nil {
-		return err
-	}
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-	return nil
+	ev := s.ev
+	s.mu.Unlock()
+	return ev.add(msg, false)
 }
 
-// reply writes the answer and closes the stream.
+// startSSE makes the stream's events and starts the goroutine writing
+// them; s.mu is held.
+func (s *stream) startSSE() {
+	id, sessID := "", ""
+	if s.sess != nil {
+		id, sessID = s.sess.newStreamID('p'), s.sess.logID()
+	}
+	s.ev = s.h.newEvents(id, sessID)
+	s.ev.request = string(s.reqID)
+	s.ev.onSlow = s.cancel
+	wr := s.ev.attach(0)
+	if s.sess != nil {
+		s.sess.keep(s.ev)
+	}
+	s.done = make(chan struct{})
+	go s.pump(wr)
+}
+
+// pump writes the stream's events until its answer is written, the client
+// goes away, or the stream is closed as too slow.
+func (s *stream) pump(wr *writer) {
+	defer close(s.done)
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+	if complete, _ := s.ev.serve(s.ctx, s.w, wr, nil, nil, nil); complete && s.sess != nil {
+		s.sess.forget(s.ev.id) // delivered: nothing to resume
+	}
+}
+
+// reply sends the answer and ends the stream: as plain JSON when nothing
+// came before it, else as the last event, waiting until it is written (or
+// the connection is given up: then a client resuming the stream gets it).
 func (s *stream) reply(id json.RawMessage, r gateway.Reply) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
-	if !s.sse {
+	ev := s.ev
+	if ev == nil {
 		writeReply(s.w, s.status, id, r)
+		s.mu.Unlock()
 		return
 	}
+	s.mu.Unlock()
 	var b []byte
 	if r.Error != nil {
 		b = wire.AppendRawError(nil, id, r.Error)
 	} else {
 		b = wire.AppendResult(nil, id, r.Result)
 	}
-	_ = writeEvent(s.w, b)
+	_ = ev.add(b, true)
+	<-s.done
 }
 
-// close marks the stream finished without an answer (the client went away).
+// close ends the stream without an answer (the client went away).
 func (s *stream) close() {
 	s.mu.Lock()
 	s.closed = true
+	ev := s.ev
 	s.mu.Unlock()
+	if ev != nil {
+		ev.stop()
+		<-s.done
+	}
+}
+
+// event is one SSE event of a stream.
+type event struct {
+	seq  uint64
+	data []byte // a JSON-RPC message; nil for the priming event
+}
+
+// events is one SSE stream's events: a POST's response stream or a GET
+// stream. At most one connection (a writer) writes it at a time: the one
+// that opened it, or a GET that resumed it with Last-Event-ID.
+type events struct {
+	id      string // "p3", "g4": a resumable stream's id within its session; "": not resumable
+	session string // the session's id as logged; "": none
+	request string // the request's id, for a POST's stream
+	timeout time.Duration
+	log     *slog.Logger
+	onSlow  func() // called when the connection is given up as too slow
+
+	mu        sync.Mutex
+	buf       []event // the latest events, oldest first, at most streamBuffer (one more for the last)
+	next      uint64  // sequence number of the next event
+	ended     bool    // the last event is in
+	writer    *writer
+	fullSince time.Time // when the writer's queue filled up; zero while it is not full
+}
+
+// writer is one connection writing a stream.
+type writer struct {
+	cursor uint64        // the next sequence number to write
+	wake   chan struct{} // an event was added
+	gone   chan struct{} // closed when the stream gives the connection up
+	reason error         // why, when the client is too slow
+}
+
+// slowClient is why a stream's connection was given up.
+type slowClient struct{ reason string }
+
+func (e *slowClient) Error() string { return e.reason }
+
+func (h *Handler) newEvents(id, session string) *events {
+	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger()}
+	if id != "" {
+		e.buf = append(e.buf, event{seq: 0}) // the priming event
+		e.next = 1
+	}
+	return e
+}
+
+// add appends an event. A writer whose queue has been full for the slow
+// client timeout is given up; before that a full queue refuses the
+// message. Without a writer, the oldest event makes room.
+func (e *events) add(data []byte, last bool) error {
+	e.mu.Lock()
+	if e.ended {
+		e.mu.Unlock()
+		return errStreamClosed
+	}
+	var slow *slowClient
+	if w := e.writer; w != nil && !last && e.next-w.cursor >= streamBuffer {
+		now := time.Now()
+		if e.fullSince.IsZero() {
+			e.fullSince = now
+		}
+		if now.Sub(e.fullSince) < e.timeout {
+			e.mu.Unlock()
+			return errStreamFull
+		}
+		slow = &slowClient{fmt.Sprintf("its queue of %d messages stayed full for %s", streamBuffer, e.timeout)}
+		e.drop(w, slow)
+	}
+	e.buf = append(e.buf, event{seq: e.next, data: data})
+	e.next++
+	if len(e.buf) > streamBuffer+1 {
+		e.buf = slices.Delete(e.buf, 0, 1)
+	}
+	e.ended = last
+	if w := e.writer; w != nil {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	e.mu.Unlock()
+	if slow != nil {
+		e.gaveUp(slow)
+	}
+	return nil
+}
+
+// giveUp gives a too slow writer up.
+func (e *events) giveUp(w *writer, reason *slowClient) {
+	e.mu.Lock()
+	mine := e.writer == w
+	e.drop(w, reason)
+	e.mu.Unlock()
+	if mine {
+		e.gaveUp(reason)
+	}
+}
+
+// gaveUp logs a stream's connection given up because its client did not
+// read it, and cancels what the stream's closing cancels.
+func (e *events) gaveUp(reason *slowClient) {
+	attrs := make([]any, 0, 8)
+	if e.session != "" {
+		attrs = append(attrs, "session", e.session, "stream", e.id)
+	}
+	if e.request != "" {
+		attrs = append(attrs, "request", e.request)
+	}
+	attrs = append(attrs, "reason", reason.reason)
+	e.log.Warn("closed a slow client's stream; the client's other streams and every other client are unaffected", attrs...)
+	if e.onSlow != nil {
+		e.onSlow()
+	}
+}
+
+// attach makes a new connection the stream's writer, from the event of
+// sequence number from (0 for a new stream: from its start). A writer
+// already attached is given up.
+func (e *events) attach(from uint64) *writer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.writer != nil {
+		e.drop(e.writer, nil)
+	}
+	w := &writer{cursor: from, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	e.writer = w
+	e.fullSince = time.Time{}
+	return w
+}
+
+// drop gives a writer up; e.mu is held.
+func (e *events) drop(w *writer, reason error) {
+	if e.writer != w {
+		return
+	}
+	e.writer = nil
+	e.fullSince = time.Time{}
+	w.reason = reason
+	close(w.gone)
+}
+
+// stop gives up the writer, if any, without a reason.
+func (e *events) stop() {
+	e.mu.Lock()
+	if e.writer != nil {
+		e.drop(e.writer, nil)
+	}
+	e.mu.Unlock()
+}
+
+// pending returns the events w has not written yet and whether they end
+// the stream; ok is false once w is given up.
+func (e *events) pending(w *writer) (batch []event, last, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.writer != w {
+		return nil, false, false
+	}
+	i := 0
+	if len(e.buf) > 0 && w.cursor > e.buf[0].seq {
+		i = int(min(w.cursor-e.buf[0].seq, uint64(len(e.buf))))
+	}
+	return slices.Clone(e.buf[i:]), e.ended, true
+}
+
+// wrote records that w wrote the events before sequence number next.
+func (e *events) wrote(w *writer, next uint64) {
+	e.mu.Lock()
+	if e.writer == w {
+		w.cursor = next
+		if e.next-next < streamBuffer {
+			e.fullSince = time.Time{}
+		}
+	}
+	e.mu.Unlock()
+}
+
+// serve writes the stream's events on w until the last one is written
+// (complete), the client goes away (ctx), done1 or done2 is closed, or the
+// connection is given up. Messages from more (a session's outbox) are
+// added as they come; an outbox that stays full for the slow client
+// timeout gives the connection up too. err is a *slowClient when the
+// client was too slow.
+func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, more <-chan []byte, done1, done2 <-chan struct{}) (complete bool, err error) {
+	rc := http.NewResponseController(rw)
+	defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // the connection may carry another request
+	var moreFull time.Time                 // since when more has been seen full after a write
+	for {
+		batch, last, ok := e.pending(wr)
+		if !ok {
+			return false, wr.reason
+		}
+		if len(batch) > 0 {
+			if err := e.write(rw, rc, batch); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					slow := &slowClient{fmt.Sprintf("a write made no progress within %s", e.timeout)}
+					e.giveUp(wr, slow)
+					return false, slow
+				}
+				e.stop() // the client went away
+				return false, nil
+			}
+			e.wrote(wr, batch[len(batch)-1].seq+1)
+			if more != nil && len(more) == cap(more) {
+				now := time.Now()
+				if moreFull.IsZero() {
+					moreFull = now
+				} else if now.Sub(moreFull) >= e.timeout {
+					slow := &slowClient{fmt.Sprintf("its queue of %d messages stayed full for %s", cap(more), e.timeout)}
+					e.giveUp(wr, slow)
+					return false, slow
+				}
+			} else {
+				moreFull = time.Time{}
+			}
+		}
+		if last {
+			return true, nil
+		}
+		if len(batch) > 0 {
+			continue // more may have come meanwhile
+		}
+		select {
+		case <-wr.wake:
+		case <-wr.gone:
+			return false, wr.reason
+		case msg := <-more:
+			if e.add(msg, false) == nil {
+				// Take what else is waiting, to write it in one go.
+			drain:
+				for range streamBuffer / 4 {
+					select {
+					case msg := <-more:
+						if e.add(msg, false) != nil {
+							break drain
+						}
+					default:
+						break drain
+					}
+				}
+			}
+		case <-ctx.Done():
+			e.stop()
+			return false, nil
+		case <-done1:
+			e.stop()
+			return false, nil
+		case <-done2:
+			e.stop()
+			return false, nil
+		}
+	}
+}
+
+// write writes a batch of events with a deadline: a client that does not
+// take them within the slow client timeout loses its stream.
+func (e *events) write(rw http.ResponseWriter, rc *http.ResponseController, batch []event) error {
+	size := 0
+	for _, ev := range batch {
+		size += len(ev.data) + 48
+	}
+	b := make([]byte, 0, size)
+	for _, ev := range batch {
+		b = e.appendEvent(b, ev)
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(e.timeout)) // unsupported: the write is not bounded
+	if _, err := rw.Write(b); err != nil {
+		return err
+	}
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	// A buffering ResponseWriter reports a failed flush on its next write.
+	_, err := rw.Write(nil)
+	return err
+}
+
+// appendEvent appends one SSE event: its id on a resumable stream, the
+// priming event (an id, a retry field and empty data) at its start.
+func (e *events) appendEvent(b []byte, ev event) []byte {
+	if e.id != "" {
+		b = append(b, "id: "...)
+		b = append(b, e.id...)
+		b = append(b, '-')
+		b = strconv.AppendUint(b, ev.seq, 10)
+		b = append(b, '\n')
+	}
+	if ev.data == nil {
+		b = append(b, "retry: "...)
+		b = strconv.AppendInt(b, retryMillis, 10)
+		return append(b, "\ndata: \n\n"...)
+	}
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, ev.data...)
+	return append(b, "\n\n"...)
+}
+
+// parseEventID splits an event id into its stream's id and sequence number.
+func parseEventID(id string) (stream string, seq uint64, ok bool) {
+	i := len(id) - 1
+	for i >= 0 && id[i] != '-' {
+		i--
+	}
+	if i <= 1 || (id[0] != 'p' && id[0] != 'g') {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	if _, err := strconv.ParseUint(id[1:i], 10, 64); err != nil {
+		return "", 0, false
+	}
+	return id[:i], seq, true
 }

@@ -68,13 +68,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// writeEvent writes one SSE event carrying a JSON-RPC message.
-func writeEvent(w http.ResponseWriter, msg []byte) error {
-	b := make([]byte, 0, len(msg)+16)
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, msg...)
-	b = append(b, "\n\n"...)
-	_, err := w.Write(b)
-	return err
-}

@@ -130,7 +130,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
-	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes}
+	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes}
 
 	var wg sync.WaitGroup
 	for _, name := range sortedKeys(st.Sandboxes) {

@@ -80,9 +80,15 @@ type health struct {
 	} `json:"upstreams"`
 }
 
+// health reads /health with the token: its full detail.
 func (s *serveGW) health(t *testing.T) health {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", s.port))
+	req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/health", s.port), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

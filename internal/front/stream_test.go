@@ -1,0 +1,347 @@
+package front
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+)
+
+// stuckWriter is the ResponseWriter of a client that never reads: a write
+// blocks until its write deadline (os.ErrDeadlineExceeded) or, without
+// one, until release is closed.
+type stuckWriter struct {
+	header   http.Header
+	release  chan struct{}
+	deadline bool // SetWriteDeadline is supported
+
+	mu     sync.Mutex
+	until  time.Time
+	writes int
+}
+
+func newStuckWriter(deadline bool) *stuckWriter {
+	return &stuckWriter{header: http.Header{}, release: make(chan struct{}), deadline: deadline}
+}
+
+func (w *stuckWriter) Header() http.Header { return w.header }
+func (w *stuckWriter) WriteHeader(int)     {}
+func (w *stuckWriter) Flush()              {}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	w.writes++
+	until := w.until
+	w.mu.Unlock()
+	var timeout <-chan time.Time
+	if !until.IsZero() {
+		timeout = time.After(time.Until(until))
+	}
+	select {
+	case <-timeout:
+		return 0, os.ErrDeadlineExceeded
+	case <-w.release:
+		return len(p), nil
+	}
+}
+
+func (w *stuckWriter) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	w.until = t
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *stuckWriter) rw() http.ResponseWriter {
+	if w.deadline {
+		return w
+	}
+	return struct {
+		http.ResponseWriter
+		http.Flusher
+	}{w, w} // SetWriteDeadline hidden
+}
+
+// logBuffer collects a Handler's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func testHandler(timeout time.Duration) (*Handler, *logBuffer) {
+	logs := &logBuffer{}
+	return &Handler{SlowClientTimeout: timeout, Logger: slog.New(slog.NewTextHandler(logs, nil))}, logs
+}
+
+// within fails the test when f has not returned after a minute: f must not
+// block (the bound only turns a hang into a failure).
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s blocked", what)
+	}
+}
+
+func progress(i int) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":` + string(rune('0'+i%10)) + `}}`)
+}
+
+// A client that never reads: Send keeps returning at once, the stream's
+// write times out, the stream is closed with a log line naming the reason,
+// the call is cancelled, and the answer does not wait for the client.
+func TestStreamStuckWriteClosesOnlyThatStream(t *testing.T) {
+	h, logs := testHandler(50 * time.Millisecond)
+	w := newStuckWriter(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &stream{h: h, w: w, ctx: context.Background(), cancel: cancel, reqID: json.RawMessage(`7`)}
+	within(t, "Send to a client that does not read", func() {
+		for i := range 2 * streamBuffer {
+			_ = st.Send(progress(i))
+		}
+	})
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the call was not cancelled when its stream was closed")
+	}
+	within(t, "the answer after the stream was closed", func() { st.reply(json.RawMessage(`7`), gateway.Reply{Result: json.RawMessage(`{}`)}) })
+	log := logs.String()
+	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "slow client") || !strings.Contains(log, "request=7") ||
+		!strings.Contains(log, "a write made no progress within 50ms") {
+		t.Errorf("log = %q, want a warning naming the request and the write that made no progress", log)
+	}
+	if err := st.Send(progress(0)); !errors.Is(err, errStreamClosed) {
+		t.Errorf("Send after the answer: %v, want errStreamClosed", err)
+	}
+}
+
+// A connection that takes writes but never finishes one, without write
+// deadlines: its queue fills, Send refuses more without blocking, and once
+// the queue has been full for the timeout the stream is given up.
+func TestStreamFullQueueClosesStream(t *testing.T) {
+	h, logs := testHandler(50 * time.Millisecond)
+	w := newStuckWriter(false)
+	defer close(w.release)
+	st := &stream{h: h, w: w.rw(), ctx: context.Background(), reqID: json.RawMessage(`"a"`)}
+	var full int
+	within(t, "Send to a full queue", func() {
+		for i := range streamBuffer + 10 {
+			if errors.Is(st.Send(progress(i)), errStreamFull) {
+				full++
+			}
+		}
+	})
+	if full == 0 {
+		t.Fatalf("no Send saw a full queue")
+	}
+	// Poll: the queue must stay full for the timeout before the stream goes.
+	for !strings.Contains(logs.String(), "stayed full") {
+		time.Sleep(20 * time.Millisecond)
+		if err := st.Send(progress(1)); err != nil && !errors.Is(err, errStreamFull) {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	if log := logs.String(); !strings.Contains(log, `request=`) {
+		t.Errorf("log = %q, want the request named", log)
+	}
+}
+
+// Interim messages come as events in order, the answer as the last one;
+// without any, the answer is plain JSON.
+func TestStreamOrderAndPlainJSON(t *testing.T) {
+	h, _ := testHandler(0)
+	t.Run("plain", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		st := &stream{h: h, w: w, ctx: context.Background()}
+		st.reply(json.RawMessage(`1`), gateway.Reply{Result: json.RawMessage(`{"ok":true}`)})
+		if ct := w.Header().Get("Content-Type"); ct != "application/json" || w.Body.String() != `{"jsonrpc":"2.0","id":1,"result":{"ok":true}}` {
+			t.Errorf("plain answer: %s %q", ct, w.Body)
+		}
+	})
+	t.Run("events", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		st := &stream{h: h, w: w, ctx: context.Background()}
+		for i := range 5 {
+			if err := st.Send(progress(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.reply(json.RawMessage(`1`), gateway.Reply{Result: json.RawMessage(`{}`)})
+		var want strings.Builder
+		for i := range 5 {
+			want.WriteString("event: message\ndata: " + string(progress(i)) + "\n\n")
+		}
+		want.WriteString("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+		if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" || w.Body.String() != want.String() {
+			t.Errorf("stream: %s\n%s\nwant\n%s", ct, w.Body, want.String())
+		}
+	})
+}
+
+func TestParseEventID(t *testing.T) {
+	tests := []struct {
+		id     string
+		stream string
+		seq    uint64
+		ok     bool
+	}{
+		{"p1-0", "p1", 0, true},
+		{"g12-345", "g12", 345, true},
+		{"p1", "", 0, false},
+		{"x1-2", "", 0, false},
+		{"p-2", "", 0, false},
+		{"pa-2", "", 0, false},
+		{"p1-", "", 0, false},
+		{"p1--2", "", 0, false},
+		{"", "", 0, false},
+	}
+	for _, tt := range tests {
+		stream, seq, ok := parseEventID(tt.id)
+		if stream != tt.stream || seq != tt.seq || ok != tt.ok {
+			t.Errorf("parseEventID(%q) = %q, %d, %v; want %q, %d, %v", tt.id, stream, seq, ok, tt.stream, tt.seq, tt.ok)
+		}
+	}
+}
+
+// cutWriter is a connection that takes its first write and then breaks,
+// as when a client's network drops mid-stream.
+type cutWriter struct {
+	header http.Header
+	mu     sync.Mutex
+	got    bytes.Buffer // what the client received
+	writes int
+}
+
+func (w *cutWriter) Header() http.Header { return w.header }
+func (w *cutWriter) WriteHeader(int)     {}
+func (w *cutWriter) Flush()              {}
+func (w *cutWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	if w.writes > 1 {
+		return 0, errors.New("connection reset by peer")
+	}
+	return w.got.Write(p)
+}
+
+// A session-era call whose connection breaks goes on; a GET with the last
+// event id the client received gets the rest of its events, the answer
+// last, and then the stream is over: resuming it again is refused.
+func TestResumeCutPOSTStream(t *testing.T) {
+	h := &Handler{Gateway: newGateway()}
+	defer h.Close()
+	sid := initSession(t, h)
+	h.mu.Lock()
+	sess := h.sessions[sid]
+	h.mu.Unlock()
+
+	cw := &cutWriter{header: http.Header{}}
+	st := &stream{h: h, w: cw, ctx: context.Background(), sess: sess, reqID: json.RawMessage(`5`)}
+	var sent []string
+	send := func() {
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d}}`, len(sent))
+		if err := st.Send([]byte(msg)); err != nil {
+			t.Fatalf("Send after the connection broke: %v", err)
+		}
+		sent = append(sent, msg)
+	}
+	send()
+	for done := false; !done; {
+		send()
+		select {
+		case <-st.done: // the pump saw the connection break
+			done = true
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	send()
+	st.reply(json.RawMessage(`5`), gateway.Reply{Result: json.RawMessage(`{"content":[]}`)})
+	want := append(sent, `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`)
+
+	cw.mu.Lock()
+	ids, data := parseSSE(t, cw.got.String())
+	cw.mu.Unlock()
+	if len(ids) == 0 || data[0] != "" || !strings.HasPrefix(cw.got.String(), "id: p1-0\nretry: 1000\ndata: \n\n") {
+		t.Fatalf("the stream did not start with its priming event: %q", cw.got.String())
+	}
+	last := ids[len(ids)-1]
+
+	resume := func() *httptest.ResponseRecorder {
+		return do(h, "GET", "", "Mcp-Session-Id", sid, "Last-Event-ID", last)
+	}
+	var w *httptest.ResponseRecorder
+	within(t, "the resumed stream", func() { w = resume() })
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET with Last-Event-ID %s: %d %s", last, w.Code, w.Body)
+	}
+	rids, rdata := parseSSE(t, w.Body.String())
+	all := append(data[1:], rdata...)
+	if strings.Join(all, "\n") != strings.Join(want, "\n") {
+		t.Errorf("received before the cut %v and after resuming %v; want every message once, in order, the answer last:\n%v", data[1:], rdata, want)
+	}
+	allIDs := append(ids, rids...)
+	for i, id := range allIDs {
+		if id != fmt.Sprintf("p1-%d", i) {
+			t.Errorf("event %d has id %q, want p1-%d", i, id, i)
+		}
+	}
+	if w := resume(); w.Code != http.StatusBadRequest {
+		t.Errorf("resuming a delivered stream again: %d, want 400", w.Code)
+	}
+}
+
+// parseSSE returns the ids and data of the events in an SSE body.
+func parseSSE(t *testing.T, body string) (ids, data []string) {
+	t.Helper()
+	for _, ev := range strings.Split(body, "\n\n") {
+		if ev == "" {
+			continue
+		}
+		var id, d string
+		for _, line := range strings.Split(ev, "\n") {
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				id = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				d = v
+			}
+		}
+		ids, data = append(ids, id), append(data, d)
+	}
+	return ids, data
+}
