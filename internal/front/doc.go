@@ -6,8 +6,8 @@
 // upstream): it authenticates, tells protocol eras apart, keeps the HTTP
 // sessions, decodes the JSON-RPC envelope and hands each message to the
 // client's gateway.Session. It knows nothing about upstream servers or
-// processes. It is an http.Handler: internal/httpd serves it, reading and
-// answering POST /mcp itself and leaving the rest to net/http.
+// processes. It is an http.Handler, served by net/http's server (the command
+// line sets its timeouts and the connection limit).
 //
 // Streams (stream.go): a request's answer is plain JSON unless a message for
 // it comes first; then its response becomes an SSE stream whose events are
