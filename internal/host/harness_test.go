@@ -107,7 +107,8 @@ func remoteServer(t *testing.T, wantAuth string) string {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
+	// Its streams end before it closes (a host still open holds some).
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL + "/mcp"
 }
 
