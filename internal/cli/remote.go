@@ -21,7 +21,7 @@ func checkRemotes(ctx context.Context, specs []mcpconfig.Server, guard *netguard
 			continue
 		}
 		if err := guard.CheckURL(ctx, s.Name, s.URL); err != nil {
-			return fmt.Errorf("mcp server %q: %w", s.Name, err)
+			return err // it names the server
 		}
 		if envsOnly {
 			if _, err := s.ResolveHeaders(nil); err != nil {

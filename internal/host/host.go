@@ -353,7 +353,9 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 	lookup := func(key string) (string, bool) {
 		switch key {
 		case placeholderSandbox:
-			return sandbox, sandbox != ""
+			// empty in the instance that lists the tools (sandbox ""),
+			// which is no sandbox's
+			return sandbox, true
 		case placeholderSandboxDir:
 			return dir, true
 		case placeholderClientDir:
