@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/github"
@@ -144,7 +143,7 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
 		opts := base
 		opts.Capabilities, opts.OnNotification, opts.OnRequest = caps, h.OnNotification, h.OnRequest
-		return &remoteUpstream{spec: s, lookup: lookup, opts: opts}
+		return &remoteUpstream{swappable: swappable{name: s.Name}, spec: s, lookup: lookup, opts: opts}
 	}
 	router.AddPerClient(mk(SharedClientCapabilities, hooks), mk)
 }
@@ -153,13 +152,12 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 // resolved when it starts, so a missing secret fails that server alone,
 // naming the placeholder and never a value.
 type remoteUpstream struct {
-	spec   mcpconfig.Server
-	lookup func(string) (string, bool)
-	opts   upstream.HTTPOptions
+	swappable // a new session each Start
+	spec      mcpconfig.Server
+	lookup    func(string) (string, bool)
+	opts      upstream.HTTPOptions
 
-	mu     sync.Mutex
-	http   *upstream.HTTP
-	closed bool
+	closed bool // under mu
 }
 
 func (u *remoteUpstream) Start(ctx context.Context) error {
@@ -175,8 +173,8 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 		u.mu.Unlock()
 		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrClosed)
 	}
-	prev := u.http
-	u.http = h
+	prev := u.up
+	u.up = h
 	u.mu.Unlock()
 	if prev != nil {
 		_ = prev.Close()
@@ -184,54 +182,16 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 	return h.Start(ctx)
 }
 
-func (u *remoteUpstream) current() *upstream.HTTP {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.http
-}
-
 func (u *remoteUpstream) Close() error {
 	u.mu.Lock()
 	u.closed = true
-	h := u.http
+	h := u.up
 	u.mu.Unlock()
 	if h == nil {
 		return nil
 	}
 	return h.Close()
 }
-
-func (u *remoteUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
-	h := u.current()
-	if h == nil {
-		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return h.Call(ctx, method, params)
-}
-
-func (u *remoteUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	h := u.current()
-	if h == nil {
-		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return h.Notify(ctx, method, params)
-}
-
-func (u *remoteUpstream) InitializeResult() json.RawMessage {
-	if h := u.current(); h != nil {
-		return h.InitializeResult()
-	}
-	return nil
-}
-
-func (u *remoteUpstream) Generation() uint64 {
-	if h := u.current(); h != nil {
-		return h.Generation()
-	}
-	return 0
-}
-
-func (u *remoteUpstream) Name() string { return u.spec.Name }
 
 // MergeEnv overlays extra (a server's envs) on base, replacing same-named entries.
 func MergeEnv(base []string, extra map[string]string) []string {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -25,28 +23,20 @@ const ClientDirEnv = "MCP_GATEWAY_CLIENT_DIR"
 // "per-client"), offered caps (its client's capabilities), with a
 // directory of its own, made when it starts.
 func newClientStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, caps json.RawMessage) gateway.Upstream {
-	return &clientStdio{spec: s, opts: o, hooks: hooks, caps: caps}
+	return &clientStdio{swappable: swappable{name: s.Name}, spec: s, opts: o, hooks: hooks, caps: caps}
 }
 
-// clientStdio is a per-client process; its directory lives as long as it.
+// clientStdio is a per-client process, made by its first Start; its
+// directory lives as long as it.
 type clientStdio struct {
+	swappable
 	spec  mcpconfig.Server
 	opts  Options
 	hooks gateway.Hooks
 	caps  json.RawMessage
 
-	mu  sync.Mutex
-	up  gateway.Upstream // made by the first Start
-	dir string
+	dir string // under mu
 }
-
-func (u *clientStdio) current() gateway.Upstream {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.up
-}
-
-func (u *clientStdio) Name() string { return u.spec.Name }
 
 func (u *clientStdio) Start(ctx context.Context) error {
 	u.mu.Lock()
@@ -68,38 +58,6 @@ func (u *clientStdio) Start(ctx context.Context) error {
 func (u *clientStdio) Modern() bool {
 	m, ok := u.current().(interface{ Modern() bool })
 	return ok && m.Modern()
-}
-
-func (u *clientStdio) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
-	up := u.current()
-	if up == nil {
-		return nil, fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return up.Call(ctx, method, params)
-}
-
-func (u *clientStdio) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	up := u.current()
-	if up == nil {
-		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrNotRunning)
-	}
-	return up.Notify(ctx, method, params)
-}
-
-func (u *clientStdio) InitializeResult() json.RawMessage {
-	up := u.current()
-	if up == nil {
-		return nil
-	}
-	return up.InitializeResult()
-}
-
-func (u *clientStdio) Generation() uint64 {
-	up := u.current()
-	if up == nil {
-		return 0
-	}
-	return up.Generation()
 }
 
 func (u *clientStdio) Close() error {

@@ -7,21 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/test/nginx"
 )
 
 // Sandbox platforms reach the gateway through a reverse proxy. These tests
@@ -36,111 +35,41 @@ import (
 // is a failure.
 func nginxBinary(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
+	bin, err := nginx.Binary()
+	if err == nil {
+		return bin
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("nginx is not installed; .ci/run installs it (apt-get install nginx-light)")
+		t.Fatalf("%v; .ci/run installs it", err)
 	}
-	t.Skip("nginx is not installed (apt-get install nginx-light); in CI this fails")
+	t.Skipf("%v; in CI this fails", err)
 	return ""
 }
 
-// nginxConfig is the configuration a platform puts in front of a streaming
-// server: HTTP/1.1 upstream connections kept alive, nothing buffered in
-// either direction, long reads for long streams. Every path is under dir.
-func nginxConfig(dir string, port, upstreamPort int, asRoot bool) string {
-	user := ""
-	if asRoot { // its workers must reach dir, which only root may
-		user = "user root;\n"
-	}
-	return fmt.Sprintf(`%sdaemon off;
-master_process on;
-worker_processes 1;
-pid %[2]s/nginx.pid;
-error_log stderr warn;
-events { worker_connections 512; }
-http {
-	access_log off;
-	client_body_temp_path %[2]s/client_body;
-	proxy_temp_path %[2]s/proxy;
-	fastcgi_temp_path %[2]s/fastcgi;
-	uwsgi_temp_path %[2]s/uwsgi;
-	scgi_temp_path %[2]s/scgi;
-	upstream gateway {
-		server 127.0.0.1:%[4]d;
-		keepalive 16;
-	}
-	server {
-		listen 127.0.0.1:%[3]d;
-		client_max_body_size 16m;
-		location / {
-			proxy_pass http://gateway;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_set_header Host $http_host;
-			proxy_buffering off;
-			proxy_request_buffering off;
-			proxy_cache off;
-			proxy_read_timeout 1h;
-			proxy_send_timeout 1h;
-		}
-	}
-}
-`, user, dir, port, upstreamPort)
-}
-
-// startNginx runs nginx in the foreground in front of the gateway's port
-// and returns its /mcp URL; the test's cleanup stops it by its pid.
+// startNginx runs nginx in the foreground in front of the gateway's port,
+// configured as a platform puts it in front of a streaming server, and
+// returns its /mcp URL; the test's cleanup stops it.
 func startNginx(t *testing.T, gatewayPort int) string {
 	t.Helper()
-	bin := nginxBinary(t)
-	dir := t.TempDir()
-	port := freePort(t)
-	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConfig(dir, port, gatewayPort, os.Geteuid() == 0)), 0o644); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := nginx.Start(ctx, nginx.Config{
+		Upstream: gatewayPort,
+		Location: slices.Concat(nginx.Streaming, []string{"proxy_cache off", "proxy_send_timeout 1h"}),
+		AsRoot:   os.Geteuid() == 0,
+		Dir:      t.TempDir(),
+		Bin:      nginxBinary(t),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", "stderr")
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting nginx: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGQUIT) // graceful: the master stops its workers
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		p.Stop()
 		if t.Failed() {
-			t.Logf("nginx said:\n%s", stderr.String())
+			t.Logf("nginx said:\n%s", p.Output())
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		select {
-		case <-exited:
-			t.Fatalf("nginx exited at start:\n%s", stderr.String())
-		default:
-		}
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx does not listen on %s:\n%s", addr, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "http://" + addr + "/mcp"
+	return p.URL + "/mcp"
 }
 
 // startGoProxy runs an httputil.ReverseProxy in front of the gateway's
@@ -166,16 +95,6 @@ func startGoProxy(t *testing.T, gatewayPort int) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestBehindReverseProxies runs the same flows through nginx and through

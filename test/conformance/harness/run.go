@@ -160,11 +160,11 @@ func (h *harness) runAll(ctx context.Context) error {
 		return setupErr("%v", err)
 	}
 	if h.proxy == proxyNginx {
-		px, url, err := h.startNginx(ctx, port)
+		stopNginx, url, err := h.startNginx(ctx, port)
 		if err != nil {
 			return err
 		}
-		defer px.stop()
+		defer stopNginx()
 		gatewayURL = url
 	}
 
