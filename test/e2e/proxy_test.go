@@ -356,7 +356,7 @@ func (c *rawClient) do(method, body string) *http.Response {
 	return resp
 }
 
-// readEvent returns the data of the next SSE event carrying data.
+// readEvent returns the data of the next SSE event that carries a message.
 func readEvent(br *bufio.Reader) (string, error) {
 	var data []string
 	for {
@@ -370,9 +370,12 @@ func readEvent(br *bufio.Reader) (string, error) {
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "":
-			if len(data) > 0 {
-				return strings.Join(data, "\n"), nil
+			// An event with empty data is the gateway's priming event (an
+			// id and a retry for resuming), which carries no message.
+			if d := strings.Join(data, "\n"); d != "" {
+				return d, nil
 			}
+			data = data[:0]
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 		}
