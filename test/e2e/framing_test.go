@@ -57,7 +57,7 @@ func (g *gw) rawSession(t *testing.T) map[string]string {
 }
 
 // sseEvents splits an event stream into its events, each the list of its
-// data lines.
+// data lines, leaving out events without data.
 func sseEvents(stream string) [][]string {
 	var events [][]string
 	for block := range strings.SplitSeq(strings.ReplaceAll(stream, "\r\n", "\n"), "\n\n") {
@@ -67,7 +67,9 @@ func sseEvents(stream string) [][]string {
 				data = append(data, strings.TrimPrefix(v, " "))
 			}
 		}
-		if len(data) > 0 {
+		// An event whose data is empty is a resumable stream's priming
+		// event (an id and a retry), which carries no message.
+		if len(data) > 0 && strings.Join(data, "") != "" {
 			events = append(events, data)
 		}
 	}
