@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/term v0.37.0
 )
 
 require (

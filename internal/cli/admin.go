@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
 	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
@@ -332,16 +333,14 @@ never from the command line; one trailing newline is dropped.`,
 // readSecret reads a secret's value: from a pipe as is, on a terminal
 // after a prompt, without echo.
 func readSecret(stdin io.Reader, stdout io.Writer, name string) (string, error) {
-	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintf(stdout, "value of %s: ", name)
-		restore := noEcho(f)
-		line, err := bufio.NewReader(f).ReadString('\n')
-		restore()
+		b, err := term.ReadPassword(int(f.Fd())) // without echo
 		fmt.Fprintln(stdout)
-		if err != nil && err != io.EOF {
-			return "", err
+		if err != nil {
+			return "", fmt.Errorf("reading the value from the terminal: %w", err)
 		}
-		return strings.TrimRight(line, "\r\n"), nil
+		return string(b), nil
 	}
 	b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
 	if err != nil {
