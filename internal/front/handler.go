@@ -27,6 +27,9 @@ const (
 // metaProtocolVersion is the _meta key a 2026-07-28 request carries its version in.
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
+// DefaultPrimeAfter is Handler.PrimeAfter's default.
+const DefaultPrimeAfter = 50 * time.Millisecond
+
 // DefaultSlowClientTimeout is Handler.SlowClientTimeout's default.
 const DefaultSlowClientTimeout = 10 * time.Second
 
@@ -63,6 +66,13 @@ type Handler struct {
 	// MaxSessions bounds the open session-era sessions; an initialize
 	// beyond it is refused with 503. 0 means no limit.
 	MaxSessions int
+	// PrimeAfter is how long a session-era request may go unanswered
+	// before its response becomes a resumable SSE stream, opened with a
+	// priming event (an id and a retry), so that a client whose connection
+	// a proxy cuts during a long call can resume it with Last-Event-ID.
+	// Quicker answers stay plain JSON. 0 means DefaultPrimeAfter; a
+	// negative value never primes (only an interim message switches).
+	PrimeAfter time.Duration
 	// Logger receives the front's own log lines (a slow client's stream
 	// closed, a session expired); nil discards them.
 	Logger *slog.Logger
@@ -85,6 +95,24 @@ func (h *Handler) slowClientTimeout() time.Duration {
 		return h.SlowClientTimeout
 	}
 	return DefaultSlowClientTimeout
+}
+
+func (h *Handler) primeAfter() time.Duration {
+	if h.PrimeAfter != 0 {
+		return h.PrimeAfter
+	}
+	return DefaultPrimeAfter
+}
+
+// acceptsEventStream reports whether the client accepts an SSE response
+// (the specification has every client accept both kinds).
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Handler) logger() *slog.Logger {
@@ -226,7 +254,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		// client cancels with notifications/cancelled. The rest of the
 		// call's stream waits for a GET with Last-Event-ID.
 		st := &stream{h: h, w: w, ctx: r.Context(), sess: sess, reqID: m.ID}
+		var prime *time.Timer
+		if d := h.primeAfter(); d > 0 && acceptsEventStream(r) {
+			prime = time.AfterFunc(d, st.prime)
+		}
 		reply := sess.gs.Handle(context.WithoutCancel(r.Context()), m, st)
+		if prime != nil {
+			prime.Stop()
+		}
 		st.reply(m.ID, reply)
 	}
 }

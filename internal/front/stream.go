@@ -72,6 +72,16 @@ func (s *stream) Send(msg []byte) error {
 	return ev.add(msg, false)
 }
 
+// prime switches a response still unanswered to a resumable SSE stream,
+// whose first event is the priming event.
+func (s *stream) prime() {
+	s.mu.Lock()
+	if !s.closed && s.ev == nil {
+		s.startSSE()
+	}
+	s.mu.Unlock()
+}
+
 // startSSE makes the stream's events and starts the goroutine writing
 // them; s.mu is held.
 func (s *stream) startSSE() {

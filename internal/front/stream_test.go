@@ -345,3 +345,32 @@ func parseSSE(t *testing.T, body string) (ids, data []string) {
 	}
 	return ids, data
 }
+
+// A session-era response still unanswered after PrimeAfter becomes a
+// resumable stream opening with its priming event; the answer is its last
+// event. One answered first stays plain JSON.
+func TestStreamPrime(t *testing.T) {
+	h := &Handler{Gateway: newGateway()}
+	defer h.Close()
+	sid := initSession(t, h)
+	h.mu.Lock()
+	sess := h.sessions[sid]
+	h.mu.Unlock()
+
+	w := httptest.NewRecorder()
+	st := &stream{h: h, w: w, ctx: context.Background(), sess: sess, reqID: json.RawMessage(`4`)}
+	st.prime()
+	st.reply(json.RawMessage(`4`), gateway.Reply{Result: json.RawMessage(`{}`)})
+	want := "id: p1-0\nretry: 1000\ndata: \n\nid: p1-1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n"
+	if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" || w.Body.String() != want {
+		t.Errorf("a primed response: %s %q\nwant text/event-stream %q", ct, w.Body, want)
+	}
+
+	w = httptest.NewRecorder()
+	st = &stream{h: h, w: w, ctx: context.Background(), sess: sess, reqID: json.RawMessage(`5`)}
+	st.reply(json.RawMessage(`5`), gateway.Reply{Result: json.RawMessage(`{}`)})
+	st.prime() // too late: the timer fired after the answer
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" || w.Body.String() != `{"jsonrpc":"2.0","id":5,"result":{}}` {
+		t.Errorf("a response answered before priming: %s %q, want plain JSON", ct, w.Body)
+	}
+}
