@@ -42,6 +42,9 @@ func TestDocsAcceptance(t *testing.T) {
 	}
 	for _, port := range []int{50005, 8811, 3001} {
 		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("port %d, which the docs use, is taken: %v; CI must run the documented commands as written", port, err)
+			}
 			t.Skipf("port %d, which the docs use, is taken on this machine: %v", port, err)
 		} else {
 			ln.Close()
