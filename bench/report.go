@@ -300,6 +300,8 @@ func (r *report) writeGoals(b *strings.Builder) {
 	if x := r.isolation; x != nil {
 		m, ok := x.goal()
 		rows = append(rows, row{x.target + ": isolation: p99 with a client that never reads ≤ 1.5× without, 0 errors", m, yes(ok)})
+		m, ok = x.floorGoal()
+		rows = append(rows, row{x.target + ": isolation: p99 with a client that never reads ≤ 1.5× with one that reads the same burst, 0 errors", m, yes(ok)})
 	}
 	for _, s := range r.sessions {
 		if s.target != targetDirect && !strings.HasSuffix(s.target, baselineSuffix) {
