@@ -241,7 +241,7 @@ func TestAddRemote(t *testing.T) {
 
 // A remote upstream before its start, and after Close.
 func TestRemoteUpstreamStates(t *testing.T) {
-	u := &remoteUpstream{spec: mcpconfig.Server{Name: "rem", URL: "http://127.0.0.1:1/mcp"}}
+	u := &remoteUpstream{swappable: swappable{name: "rem"}, spec: mcpconfig.Server{Name: "rem", URL: "http://127.0.0.1:1/mcp"}}
 	ctx := context.Background()
 	if _, err := u.Call(ctx, "tools/list", nil); err == nil || err.Error() != `mcp server "rem": mcp server is not running` {
 		t.Errorf("call before start: %v", err)
