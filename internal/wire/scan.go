@@ -230,7 +230,7 @@ type nameSpan struct{ start, end int32 }
 
 // valid reports whether b is exactly one JSON value, as json.Valid does.
 func valid(b []byte) bool {
-	_, _, ok := check(b)
+	_, _, ok := check(b, maxCaseDepth)
 	return ok
 }
 
@@ -243,7 +243,7 @@ func valid(b []byte) bool {
 // message holding one can mean one thing to the gateway and another to a
 // server: Parse refuses it. One pass that allocates nothing for an ordinary
 // message, faster than json.Valid (BenchmarkParse).
-func check(b []byte) (dup int, caseOnly, ok bool) {
+func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
 	if len(b) > math.MaxInt32 {
 		return -1, false, false
 	}
@@ -266,7 +266,7 @@ func check(b []byte) (dup int, caseOnly, ok bool) {
 		}
 		if dup < 0 {
 			var r repetition
-			names, sets, r = note(b, i, end, plain, &stack[len(stack)-1], len(stack)-1, names, sets)
+			names, sets, r = note(b, i, end, plain, &stack[len(stack)-1], len(stack)-1, caseDepth, names, sets)
 			if r != noRepetition {
 				dup, caseOnly = i, r == repeatedButForCase
 			}
@@ -367,6 +367,12 @@ func check(b []byte) (dup int, caseOnly, ok bool) {
 // gateway reads "a". Deeper objects (a tool's own data) may have such names.
 const maxCaseDepth = 2
 
+// responseCaseDepth is maxCaseDepth for a response: the gateway reads no
+// member of a result's or an error's objects (a tool's structuredContent,
+// its own data, may well have "id" and "ID"), so only the envelope and
+// the result or error object itself must differ regardless of case.
+const responseCaseDepth = 1
+
 // repetition is what note found.
 type repetition int
 
@@ -394,9 +400,9 @@ func (s *nameSet) clear() {
 // it. plain: the name has no escape and only ASCII. names holds the names
 // of the open objects, f's last; sets the set of names of objects that
 // have one, by depth.
-func note(b []byte, start, end int, plain bool, f *frame, depth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
+func note(b []byte, start, end int, plain bool, f *frame, depth, caseDepth int, names []nameSpan, sets []nameSet) ([]nameSpan, []nameSet, repetition) {
 	name := b[start:end]
-	byCase := depth <= maxCaseDepth
+	byCase := depth <= caseDepth
 	if !f.set {
 		mine := names[f.names:]
 		// A name with an escape is compared decoded, one with non-ASCII

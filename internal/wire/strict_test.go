@@ -46,6 +46,10 @@ func TestParseDuplicates(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","requestState":"s","reque\u017ftState":"t"}}`, "params[\"requeſtState\"]"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"kind":1,"\u212aind":2}}}`, "params._meta[\"\u212aind\"]"},
 		{`{"jsonrpc":"2.0","id":1,"result":{"nextCursor":"a","NextCursor":"b","tools":[]}}`, "result.NextCursor"},
+		// A response's data may repeat a name but for case; an exact
+		// repetition after it is still found.
+		{`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"id":1,"ID":2},"content":[],"content":[]}}`, "result.content"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"id":1,"ID":2,"id":3}}}`, "result.structuredContent.id"},
 		// Deeper than 16 levels: the path is cut.
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat(`{"a":`, 20) + `{"z":1,"z":2}` + strings.Repeat("}", 20) + `}`, "params" + strings.Repeat(".a", 15) + ".…"},
 	} {
@@ -74,6 +78,10 @@ func TestParseDuplicates(t *testing.T) {
 		// gateway reads: a tool's own data.
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"headers":{"Content-Type":"a","content-type":"b"},"x":[{"id":1,"ID":2}]}}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"t","Type":"u"}],"structuredContent":{"a":{"k":1,"K":2}}}}`,
+		// A tool's structured result is its own data, even at the top of
+		// structuredContent: a stdio server answering it is no bad output.
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":1,"ID":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"uri":"a","URI":"b"}}}`,
 	} {
 		if _, err := Parse([]byte(in)); err != nil {
 			t.Errorf("Parse(%s): %v", in, err)

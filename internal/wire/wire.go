@@ -116,7 +116,12 @@ func ParseInto(m *Message, b []byte) error {
 	}
 	// Validate once, then pick the envelope's members out by scanning:
 	// cheaper than decoding, and the raw members alias b.
-	dup, caseOnly, ok := check(b)
+	dup, caseOnly, ok := check(b, maxCaseDepth)
+	if ok && dup >= 0 && caseOnly && inResponse(b, dup) {
+		// A response's data may repeat a name but for case: check again
+		// with the response's depth (rare: only then is it scanned twice).
+		dup, caseOnly, ok = check(b, responseCaseDepth)
+	}
 	if !ok {
 		var v any
 		err := json.Unmarshal(b, &v) // says where it is malformed
@@ -447,4 +452,11 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
+}
+
+// inResponse reports whether the member name at b[at] lies in a response's
+// result or error: its path starts with one of them.
+func inResponse(b []byte, at int) bool {
+	path := pathTo(b, at)
+	return strings.HasPrefix(path, "result.") || strings.HasPrefix(path, "error.")
 }
