@@ -37,19 +37,6 @@ var refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 // its connection may be closed to make room for a new one at the limit.
 const defaultSlowHead = time.Second
 
-// connPhase is where a limited connection is in net/http's life cycle.
-type connPhase uint8
-
-const (
-	// phaseWaiting: accepted (http.StateNew) or between keep-alive
-	// requests (http.StateIdle). Such a connection may be evicted when
-	// it has read no byte since it began waiting.
-	phaseWaiting connPhase = iota
-	// phaseBusy: serving a request (http.StateActive) or taken over by
-	// the handler (http.StateHijacked). Never evicted.
-	phaseBusy
-)
-
 // connLimit keeps at most max client connections open. It is both the
 // listener's wrapper (Listen) and the server's http.Server.ConnState hook
 // (ConnState), which must be installed together: the hook tells the limit
@@ -85,7 +72,11 @@ func (l *connLimit) Listen(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, l: l}
 }
 
-// ConnState is the server's http.Server.ConnState hook.
+// ConnState is the server's http.Server.ConnState hook. It runs twice per
+// request (Active, then Idle), so it takes no lock: the connection's phase
+// and waiting time are atomics, read under l.mu only by admit's scan.
+// http.StateClosed needs nothing: net/http closes the connection first,
+// and its Close gives the place back.
 func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
@@ -93,16 +84,11 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	}
 	switch s {
 	case http.StateNew, http.StateIdle:
-		l.mu.Lock()
-		lc.phase, lc.since = phaseWaiting, time.Now()
 		lc.read.Store(false)
-		l.mu.Unlock()
+		lc.since.Store(time.Now().UnixNano())
+		lc.busy.Store(false)
 	case http.StateActive, http.StateHijacked:
-		l.mu.Lock()
-		lc.phase = phaseBusy
-		l.mu.Unlock()
-	case http.StateClosed:
-		l.drop(lc)
+		lc.busy.Store(true)
 	}
 }
 
@@ -116,8 +102,10 @@ func (l *connLimit) Open() int {
 // admit counts c in, evicting the longest-waiting silent connection if
 // the limit is reached; it returns nil when every connection is busy.
 func (l *connLimit) admit(c net.Conn) *limitedConn {
-	lc := &limitedConn{Conn: c, l: l, phase: phaseWaiting, since: time.Now()}
+	lc := &limitedConn{Conn: c, l: l}
+	lc.since.Store(time.Now().UnixNano())
 	var victim *limitedConn
+	var victimSince int64
 	l.mu.Lock()
 	if len(l.conns) >= l.max {
 		// First choice: the longest silent; second: the oldest whose
@@ -125,24 +113,26 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 		// sends a head in one go; one that trickles is not one to keep
 		// waiting for at the expense of a new client).
 		var slow *limitedConn
-		now := time.Now()
+		var slowSince int64
+		now := time.Now().UnixNano()
 		for o := range l.conns {
-			if o.phase != phaseWaiting {
+			if o.busy.Load() {
 				continue
 			}
+			since := o.since.Load()
 			switch {
 			case !o.read.Load():
-				if victim == nil || o.since.Before(victim.since) {
-					victim = o
+				if victim == nil || since < victimSince {
+					victim, victimSince = o, since
 				}
-			case now.Sub(o.since) >= l.slowHead:
-				if slow == nil || o.since.Before(slow.since) {
-					slow = o
+			case time.Duration(now-since) >= l.slowHead:
+				if slow == nil || since < slowSince {
+					slow, slowSince = o, since
 				}
 			}
 		}
 		if victim == nil {
-			victim = slow
+			victim, victimSince = slow, slowSince
 		}
 		if victim == nil {
 			l.mu.Unlock()
@@ -154,7 +144,7 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 	l.mu.Unlock()
 	if victim != nil {
 		l.warn(fmt.Sprintf("%d connections open: closing the one that waited longest without a request to make room (see --max-connections)", l.max),
-			"closed", victim.RemoteAddr().String(), "waited", time.Since(victim.since).Round(time.Millisecond), "new", c.RemoteAddr().String())
+			"closed", victim.RemoteAddr().String(), "waited", time.Since(time.Unix(0, victimSince)).Round(time.Millisecond), "new", c.RemoteAddr().String())
 		victim.Close()
 	}
 	return lc
@@ -229,11 +219,14 @@ type limitedConn struct {
 	net.Conn
 	l    *connLimit
 	once sync.Once
-	read atomic.Bool // a byte was read since the connection began waiting
-
-	// guarded by l.mu
-	phase connPhase
-	since time.Time // when the connection began waiting
+	// busy: serving a request (http.StateActive) or taken over by the
+	// handler (http.StateHijacked); never evicted. Otherwise waiting:
+	// accepted (http.StateNew) or between keep-alive requests
+	// (http.StateIdle), and evicted first when it has read no byte since
+	// it began waiting.
+	busy  atomic.Bool
+	read  atomic.Bool  // a byte was read since the connection began waiting
+	since atomic.Int64 // unix nanoseconds when the connection began waiting
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {

@@ -119,7 +119,7 @@ func (l *connLimit) anyRead() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if c.phase == phaseWaiting && c.read.Load() {
+		if !c.busy.Load() && c.read.Load() {
 			return true
 		}
 	}
