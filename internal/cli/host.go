@@ -113,12 +113,8 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	if err != nil {
 		store.Close()
 		err = fmt.Errorf("listening on port %d: %w", *port, err)
-		if pid, cmdline, ok := host.PortOwner(*port); ok && errors.Is(err, syscall.EADDRINUSE) {
-			what := fmt.Sprintf("another process (pid %d: %s)", pid, cmdline)
-			if f := strings.Fields(cmdline); len(f) > 1 && filepath.Base(f[0]) == "mcp-gateway" && f[1] == "host" {
-				what = fmt.Sprintf("another mcp-gateway host (pid %d)", pid)
-			}
-			err = fmt.Errorf("%s listens on port %d: stop it, or pass another --port: %w", what, *port, err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = portTaken(*port, err)
 		}
 		return fail(err)
 	}
@@ -187,4 +183,18 @@ func displayHost(addr string) string {
 		return "127.0.0.1"
 	}
 	return addr
+}
+
+// portTaken says who holds port when listening on it failed with
+// EADDRINUSE (from /proc, when it can be told), and what to do.
+func portTaken(port int, err error) error {
+	pid, cmdline, ok := host.PortOwner(port)
+	if !ok {
+		return err
+	}
+	what := fmt.Sprintf("another process (pid %d: %s)", pid, cmdline)
+	if f := strings.Fields(cmdline); len(f) > 1 && filepath.Base(f[0]) == "mcp-gateway" && f[1] == "host" {
+		what = fmt.Sprintf("another mcp-gateway host (pid %d)", pid)
+	}
+	return fmt.Errorf("%s listens on port %d: stop it, or pass another --port: %w", what, port, err)
 }
