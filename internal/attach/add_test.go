@@ -188,7 +188,7 @@ func TestClientStdio(t *testing.T) {
 }
 
 // Through the router, each session of a per-client server gets its own
-// process and directory.
+// process and directory, removed when the session ends.
 func TestAddPerClient(t *testing.T) {
 	s := mcpconfig.Server{Name: "pc", Kind: mcpconfig.KindLocal, Command: []string{testExe(t)}, Share: mcpconfig.SharePerClient,
 		Env: map[string]string{testServerEnv: "1"}}
@@ -199,6 +199,13 @@ func TestAddPerClient(t *testing.T) {
 	a, b := callTool(t, gw, "env", nameArgs{ClientDirEnv}), callTool(t, gw, "env", nameArgs{ClientDirEnv})
 	if !strings.HasPrefix(a, "true:") || !strings.HasPrefix(b, "true:") || a == b {
 		t.Errorf("two clients' directories: %q and %q", a, b)
+	}
+	// callTool's session has ended: its process was closed, and its
+	// directory removed with it.
+	for _, dir := range []string{strings.TrimPrefix(a, "true:"), strings.TrimPrefix(b, "true:")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the directory %q of an ended session: %v, want it removed", dir, err)
+		}
 	}
 }
 
