@@ -92,13 +92,6 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// Open is the number of connections counted against the limit.
-func (l *connLimit) Open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}
-
 // admit counts c in, evicting the longest-waiting silent connection if
 // the limit is reached; it returns nil when every connection is busy.
 func (l *connLimit) admit(c net.Conn) *limitedConn {

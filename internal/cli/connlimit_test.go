@@ -114,6 +114,13 @@ func (lc *limitClient) closed() (bool, error) {
 	return n == 0 && err == io.EOF, err
 }
 
+// Open is the number of connections counted against the limit.
+func (l *connLimit) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
 // anyRead reports whether a waiting connection has read a byte.
 func (l *connLimit) anyRead() bool {
 	l.mu.Lock()
