@@ -263,3 +263,24 @@ func TestConnectionLimitEvictsSlowHead(t *testing.T) {
 		t.Errorf("busy connection: %s %q, want 200 released", resp.Status, body)
 	}
 }
+
+// The refusals in progress are bounded: with maxRefusing of them under
+// way, a connection over the limit is closed without an answer, and no
+// goroutine is started for it.
+func TestConnectionLimitRefusalsBounded(t *testing.T) {
+	const limit = 1
+	s := startLimitServer(t, limit)
+	busy := dialLimit(t, s.addr)
+	busy.send(t, "/block")
+	<-s.entered
+	s.limit.refusing.Store(maxRefusing)
+
+	extra := dialLimit(t, s.addr)
+	extra.send(t, "/health")
+	if n, err := extra.br.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("a connection over the limit with %d refusals under way: read %d bytes (%v), want it closed without an answer", maxRefusing, n, err)
+	}
+	if n := s.limit.refusing.Load(); n != maxRefusing {
+		t.Errorf("%d refusals counted after closing one unanswered, want %d", n, maxRefusing)
+	}
+}
