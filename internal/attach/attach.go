@@ -156,8 +156,6 @@ type remoteUpstream struct {
 	spec      mcpconfig.Server
 	lookup    func(string) (string, bool)
 	opts      upstream.HTTPOptions
-
-	closed bool // under mu
 }
 
 func (u *remoteUpstream) Start(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -27,7 +28,9 @@ func newClientStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, caps jso
 }
 
 // clientStdio is a per-client process, made by its first Start; its
-// directory lives as long as it.
+// directory lives as long as it. After Close, Start fails (as a remote
+// server's session does) rather than make a process and a directory that
+// nothing would remove.
 type clientStdio struct {
 	swappable
 	spec  mcpconfig.Server
@@ -40,6 +43,10 @@ type clientStdio struct {
 
 func (u *clientStdio) Start(ctx context.Context) error {
 	u.mu.Lock()
+	if u.closed { // no directory or process made after Close: none would be removed
+		u.mu.Unlock()
+		return fmt.Errorf("mcp server %q: %w", u.spec.Name, upstream.ErrClosed)
+	}
 	if u.up == nil {
 		dir, err := os.MkdirTemp("", "mcp-gateway-client-")
 		if err != nil {
@@ -62,6 +69,7 @@ func (u *clientStdio) Modern() bool {
 
 func (u *clientStdio) Close() error {
 	u.mu.Lock()
+	u.closed = true
 	up, dir := u.up, u.dir
 	u.mu.Unlock()
 	var err error

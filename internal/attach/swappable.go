@@ -15,12 +15,13 @@ import (
 // remote server's session, a per-client process). It forwards the calls to
 // the connection Start made last; before there is one, Call and Notify fail
 // with upstream.ErrNotRunning, naming the server. The types embedding it
-// write Start and Close, setting up under mu.
+// write Start and Close, setting up and closed under mu.
 type swappable struct {
 	name string
 
-	mu sync.Mutex
-	up gateway.Upstream // nil until Start makes it
+	mu     sync.Mutex
+	up     gateway.Upstream // nil until Start makes it
+	closed bool             // set by Close: a later Start fails with upstream.ErrClosed
 }
 
 func (s *swappable) current() gateway.Upstream {

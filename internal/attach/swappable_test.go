@@ -14,7 +14,7 @@ import (
 // TestNotStartedNamesTheServer: a remote server's session and a per-client
 // process exist before their Start; until then a call or a notification
 // fails with upstream.ErrNotRunning naming the server, and the rest answers
-// empty.
+// empty. Closed, it does not start.
 func TestNotStartedNamesTheServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -43,6 +43,14 @@ func TestNotStartedNamesTheServer(t *testing.T) {
 			}
 			if err := tc.up.Close(); err != nil {
 				t.Errorf("Close before Start: %v", err)
+			}
+			// Closed, it starts nothing more: a per-client process made
+			// now, and its directory, would never be removed.
+			if err := tc.up.Start(ctx); !errors.Is(err, upstream.ErrClosed) || !strings.Contains(err.Error(), `mcp server "weather"`) {
+				t.Errorf("Start after Close: %v, want ErrClosed naming the server", err)
+			}
+			if pc, ok := tc.up.(*clientStdio); ok && pc.dir != "" {
+				t.Errorf("Start after Close made the directory %q", pc.dir)
 			}
 		})
 	}
