@@ -217,14 +217,20 @@ type limitedConn struct {
 	// accepted (http.StateNew) or between keep-alive requests
 	// (http.StateIdle), and evicted first when it has read no byte since
 	// it began waiting.
-	busy  atomic.Bool
-	read  atomic.Bool  // a byte was read since the connection began waiting
-	since atomic.Int64 // unix nanoseconds when the connection began waiting
+	busy atomic.Bool
+	read atomic.Bool // a byte was read since the connection began waiting
+	// since is, in unix nanoseconds, when the connection began waiting,
+	// then, once it has read a byte, when its request head began arriving.
+	since atomic.Int64
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 {
+	if n > 0 && !c.read.Load() {
+		// The first byte since the connection began waiting: from now
+		// on since is when its request head began arriving (the slow-head
+		// rule measures that, not how long it had been idle before).
+		c.since.Store(time.Now().UnixNano())
 		c.read.Store(true)
 	}
 	return n, err

@@ -284,3 +284,49 @@ func TestConnectionLimitRefusalsBounded(t *testing.T) {
 		t.Errorf("%d refusals counted after closing one unanswered, want %d", n, maxRefusing)
 	}
 }
+
+// The slow-head rule measures how long a request head has been arriving,
+// not how long its connection was idle before: a keep-alive connection
+// that waited long and has just begun sending its next head is not
+// evicted for it; a new client at the limit is refused instead.
+func TestConnectionLimitSlowHeadFromFirstByte(t *testing.T) {
+	const limit = 2
+	s := startLimitServer(t, limit)
+	busy := dialLimit(t, s.addr)
+	busy.send(t, "/block")
+	<-s.entered
+	idle := dialLimit(t, s.addr)
+	idle.mustGet(t, "keep-alive request")
+	// Once it is idle, it is made to have waited an hour; a head is slow
+	// after a minute.
+	var lc *limitedConn
+	for lc == nil {
+		s.limit.mu.Lock()
+		for c := range s.limit.conns {
+			if !c.busy.Load() {
+				lc = c
+			}
+		}
+		s.limit.mu.Unlock()
+	}
+	lc.since.Store(time.Now().Add(-time.Hour).UnixNano())
+	s.limit.mu.Lock()
+	s.limit.slowHead = time.Minute
+	s.limit.mu.Unlock()
+	if _, err := io.WriteString(idle.c, "GET /health HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for !s.limit.anyRead() {
+		time.Sleep(time.Millisecond)
+	}
+
+	if resp, _ := dialLimit(t, s.addr).get(t, "/health"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a new client while a head has just begun arriving: %s, want 503", resp.Status)
+	}
+	if _, err := io.WriteString(idle.c, "Host: gateway\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := idle.read(t); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("the connection whose head began after a long wait: %s %q, want 200 ok (not evicted)", resp.Status, body)
+	}
+}
