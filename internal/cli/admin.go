@@ -50,6 +50,11 @@ func (l *commaListFlag) Set(v string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a comma-separated list: %v", v, err)
 	}
+	if _, err := r.Read(); err != io.EOF {
+		// a line break outside quotes ends a CSV record: what follows it
+		// would be dropped
+		return fmt.Errorf("%q holds a line break: quote the item that holds it, or pass it after --", v)
+	}
 	*l = append(*l, items...)
 	return nil
 }

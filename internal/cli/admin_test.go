@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
@@ -50,7 +51,7 @@ func TestParseInterleaved(t *testing.T) {
 }
 
 // A list flag takes its items repeated, comma-separated, or both (sbx's
-// way), and a quoted item keeps its comma.
+// way), and a quoted item keeps its comma (and its line break).
 func TestCommaListFlag(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -63,6 +64,7 @@ func TestCommaListFlag(t *testing.T) {
 		{[]string{"--static", `-y,"--only=a,b",pkg`}, []string{"-y", "--only=a,b", "pkg"}},
 		{[]string{"--static", ""}, nil},
 		{nil, nil},
+		{[]string{"--static", "\"a\nb\",c"}, []string{"a\nb", "c"}},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -75,6 +77,14 @@ func TestCommaListFlag(t *testing.T) {
 		}
 		if !slices.Equal(l, tt.want) {
 			t.Errorf("%q: got %q, want %q", tt.args, l, tt.want)
+		}
+	}
+	// An unquoted line break would end the CSV record and drop what
+	// follows: refused, not cut.
+	for _, v := range []string{"a\nb", "a,b\n\nc", "a\r\nb"} {
+		var l commaListFlag
+		if err := l.Set(v); err == nil || !strings.Contains(err.Error(), "line break") {
+			t.Errorf("Set(%q) = %v (items %q), want the line break refused", v, err, l)
 		}
 	}
 }
