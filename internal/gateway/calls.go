@@ -705,6 +705,11 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 		return nil, err
 	}
 	s.mu.Lock()
+	if s.upsClosed { // the session ended while this one was starting
+		s.mu.Unlock()
+		_ = up.Close()
+		return nil, fmt.Errorf("mcp server %q: the client's session ended", srv.name)
+	}
 	if s.ups == nil {
 		s.ups = map[*server]Upstream{}
 	}

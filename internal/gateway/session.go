@@ -95,7 +95,8 @@ type Session struct {
 	logLevel int                           // index in logLevels; -1: never set
 	subs     map[string]struct{}           // subscribed resource URIs
 
-	ups map[*server]Upstream // this client's own sessions of per-client servers
+	ups       map[*server]Upstream // this client's own sessions of per-client servers
+	upsClosed bool                 // Close has closed ups: a session started later is closed, not kept
 
 	// A 2026-07-28 request: one request's client, without a session.
 	modern  bool
@@ -141,7 +142,7 @@ func (s *Session) Close() {
 		}
 		s.mu.Lock()
 		ups := s.ups
-		s.ups = nil
+		s.ups, s.upsClosed = nil, true
 		s.mu.Unlock()
 		for _, up := range ups {
 			_ = up.Close()
