@@ -207,7 +207,12 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 	sent, err := p.writeRequest(ctx, id, method, params)
 	sent = sent && method != "initialize" // which a client must not cancel
 	if errors.Is(err, ErrInvalidMessage) {
-		p.forget(id) // never written
+		// Never written; but the process may have gone down meanwhile and
+		// failPending put a result in c.ch, which must not go back to the
+		// pool with c.
+		if !p.forget(id) {
+			<-c.ch
+		}
 		pendingPool.Put(c)
 		return Response{}, err
 	}
