@@ -335,14 +335,28 @@ func (p *process) release() {
 // server stopped reading its stdin: the process is stopped and flush
 // returns errNotSent.
 func (p *process) flush(ctx context.Context) (sent bool, err error) {
+	if err := p.oneLine(); err != nil {
+		p.release()
+		return false, err
+	}
+	return p.writeLine(ctx)
+}
+
+// oneLine makes wbuf one line (wire.OneLine); its error wraps
+// ErrInvalidMessage, and leaves wbuf as it was.
+func (p *process) oneLine() error {
 	line, err := wire.OneLine(p.wbuf)
 	if err != nil {
-		p.release()
-		return false, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		return fmt.Errorf("%w: %v", ErrInvalidMessage, err)
 	}
 	if len(line) != len(p.wbuf) { // compacted: a copy
 		p.wbuf = append(p.wbuf[:0], line...)
 	}
+	return nil
+}
+
+// writeLine is flush for a wbuf already made one line.
+func (p *process) writeLine(ctx context.Context) (sent bool, err error) {
 	p.wbuf = append(p.wbuf, '\n')
 	if err := ctx.Err(); err != nil {
 		p.release()
@@ -572,11 +586,12 @@ func (p *process) serveRequest(msg wire.Message) {
 		} else {
 			p.wbuf = wire.AppendResult(p.wbuf[:0], msg.ID, result)
 		}
-		if _, err := wire.OneLine(p.wbuf); err != nil {
+		if err := p.oneLine(); err != nil {
 			p.s.log.Warn(fmt.Sprintf("mcp server %q: the answer to its %s request is not valid JSON; sending an error instead", p.s.opts.Name, msg.Method), "err", err)
+			// The gateway's own error: one line (its id was read from one).
 			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, wire.Errorf(wire.CodeInternalError, "the gateway could not send the answer to %s as one JSON-RPC message", msg.Method))
 		}
-		p.flush(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
+		p.writeLine(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
 	})
 	p.mu.Unlock()
 }
