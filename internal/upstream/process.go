@@ -270,13 +270,7 @@ func (p *process) sendCancelled(id uint64, reason string) {
 	if p.acquire(p.ctx) != nil {
 		return
 	}
-	params := make([]byte, 0, 64+len(reason))
-	params = append(params, `{"requestId":`...)
-	params = strconv.AppendUint(params, id, 10)
-	params = append(params, `,"reason":`...)
-	params = wire.AppendString(params, reason)
-	params = append(params, '}')
-	p.wbuf = wire.AppendNotification(p.wbuf[:0], "notifications/cancelled", params)
+	p.wbuf = wire.AppendNotification(p.wbuf[:0], "notifications/cancelled", cancelledParams(id, reason))
 	p.flush(p.ctx) //nolint:errcheck // best effort: the call has already returned
 }
 
