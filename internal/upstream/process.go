@@ -207,7 +207,12 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 	sent, err := p.writeRequest(ctx, id, method, params)
 	sent = sent && method != "initialize" // which a client must not cancel
 	if errors.Is(err, ErrInvalidMessage) {
-		p.forget(id) // never written
+		// Never written; but the process may have gone down meanwhile and
+		// failPending put a result in c.ch, which must not go back to the
+		// pool with c.
+		if !p.forget(id) {
+			<-c.ch
+		}
 		pendingPool.Put(c)
 		return Response{}, err
 	}
@@ -265,13 +270,7 @@ func (p *process) sendCancelled(id uint64, reason string) {
 	if p.acquire(p.ctx) != nil {
 		return
 	}
-	params := make([]byte, 0, 64+len(reason))
-	params = append(params, `{"requestId":`...)
-	params = strconv.AppendUint(params, id, 10)
-	params = append(params, `,"reason":`...)
-	params = wire.AppendString(params, reason)
-	params = append(params, '}')
-	p.wbuf = wire.AppendNotification(p.wbuf[:0], "notifications/cancelled", params)
+	p.wbuf = wire.AppendNotification(p.wbuf[:0], "notifications/cancelled", cancelledParams(id, reason))
 	p.flush(p.ctx) //nolint:errcheck // best effort: the call has already returned
 }
 
@@ -330,14 +329,28 @@ func (p *process) release() {
 // server stopped reading its stdin: the process is stopped and flush
 // returns errNotSent.
 func (p *process) flush(ctx context.Context) (sent bool, err error) {
+	if err := p.oneLine(); err != nil {
+		p.release()
+		return false, err
+	}
+	return p.writeLine(ctx)
+}
+
+// oneLine makes wbuf one line (wire.OneLine); its error wraps
+// ErrInvalidMessage, and leaves wbuf as it was.
+func (p *process) oneLine() error {
 	line, err := wire.OneLine(p.wbuf)
 	if err != nil {
-		p.release()
-		return false, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		return fmt.Errorf("%w: %v", ErrInvalidMessage, err)
 	}
 	if len(line) != len(p.wbuf) { // compacted: a copy
 		p.wbuf = append(p.wbuf[:0], line...)
 	}
+	return nil
+}
+
+// writeLine is flush for a wbuf already made one line.
+func (p *process) writeLine(ctx context.Context) (sent bool, err error) {
 	p.wbuf = append(p.wbuf, '\n')
 	if err := ctx.Err(); err != nil {
 		p.release()
@@ -567,11 +580,12 @@ func (p *process) serveRequest(msg wire.Message) {
 		} else {
 			p.wbuf = wire.AppendResult(p.wbuf[:0], msg.ID, result)
 		}
-		if _, err := wire.OneLine(p.wbuf); err != nil {
+		if err := p.oneLine(); err != nil {
 			p.s.log.Warn(fmt.Sprintf("mcp server %q: the answer to its %s request is not valid JSON; sending an error instead", p.s.opts.Name, msg.Method), "err", err)
+			// The gateway's own error: one line (its id was read from one).
 			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, wire.Errorf(wire.CodeInternalError, "the gateway could not send the answer to %s as one JSON-RPC message", msg.Method))
 		}
-		p.flush(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
+		p.writeLine(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
 	})
 	p.mu.Unlock()
 }

@@ -879,3 +879,48 @@ func TestMessagesReachTheServerAsOneLine(t *testing.T) {
 		t.Errorf("Generation = %d: the process was restarted", got)
 	}
 }
+
+// The gateway's answer to a server's request reaches the server as one
+// line: compacted when it holds CR or LF between tokens; replaced by an
+// internal error when it cannot be (a line break in what is not JSON), the
+// process unharmed.
+func TestAnswersReachTheServerAsOneLine(t *testing.T) {
+	ctx := testContext(t)
+	record := t.TempDir() + "/stdin"
+	fx := newFake(t, "normal", func(o *upstream.StdioOptions) {
+		o.Env = append(o.Env, fakeRecordEnv+"="+record)
+		o.OnRequest = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+			if method == "roots/list" {
+				return json.RawMessage("{\"roots\":\r\n  [{\"uri\": \"file:///a\"}]\n}"), nil
+			}
+			return json.RawMessage("{\"role\":\n"), nil
+		}
+	})
+	r := mustCall(t, ctx, fx.s, "ask", `{"tag":"1","method":"roots/list","params":{}}`)
+	if want := `{"result":{"roots":[{"uri":"file:///a"}]}}`; string(r) != want {
+		t.Errorf("the server got %s, want %s", r, want)
+	}
+	r = mustCall(t, ctx, fx.s, "ask", `{"tag":"2","method":"sampling/createMessage","params":{}}`)
+	if !strings.Contains(string(r), `"code":-32603`) || !strings.Contains(string(r), "could not send the answer to sampling/createMessage") {
+		t.Errorf("the server got %s, want the gateway's internal error", r)
+	}
+	data, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := 0
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasSuffix(line, "\n") || strings.Contains(strings.TrimSuffix(line, "\n"), "\r") {
+			t.Errorf("a line with a CR or without its LF reached the server: %q", line)
+		}
+		if strings.Contains(line, `"id":"srv-`) {
+			answers++
+		}
+	}
+	if answers != 2 {
+		t.Errorf("%d lines answer the server's requests, want 2:\n%s", answers, data)
+	}
+	if got := fx.s.Generation(); got != 1 {
+		t.Errorf("Generation = %d: the process was restarted", got)
+	}
+}

@@ -228,12 +228,6 @@ type frame struct {
 // nameSpan is a member name in the message, quotes included.
 type nameSpan struct{ start, end int32 }
 
-// valid reports whether b is exactly one JSON value, as json.Valid does.
-func valid(b []byte) bool {
-	_, _, ok := check(b, maxCaseDepth)
-	return ok
-}
-
 // check reports whether b is exactly one JSON value, as json.Valid does
 // (fuzzed against it), and where the first member name is that repeats an
 // earlier name of its object (compared decoded: "n\u0061me" is "name"), or
