@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -16,33 +17,96 @@ import (
 // maxStdioMessage bounds one line from a stdio client.
 const maxStdioMessage = 64 << 20
 
+// stdioDrain bounds how long the requests still in flight when a stdio
+// client closes its input are given to be answered.
+const stdioDrain = 10 * time.Second
+
 // ServeStdio serves one client over newline-delimited JSON-RPC on r and w,
 // for agents that start MCP servers as processes, until r ends or ctx is
 // done. The client may speak either era: initialize opens a session;
 // requests carrying a 2026-07-28 _meta are served on their own.
+//
+// The end of r is how a stdio client says it is done (the spec's stdio
+// shutdown): the requests it sent before are still answered, for up to
+// stdioDrain, and an open subscriptions/listen ends; then the session
+// closes. A client that closes its input right after its last request
+// gets that request's answer. When ctx ends (a signal), it returns at once.
 func ServeStdio(ctx context.Context, gw *gateway.Gateway, r io.Reader, w io.Writer) error {
-	c := &stdioConn{gw: gw, w: w, inflight: map[string]context.CancelFunc{}}
+	c := &stdioConn{gw: gw, w: w, inflight: map[string]*inflightRequest{}}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	defer c.wg.Wait()
 	defer func() {
-		if c.sess != nil {
-			c.sess.Close()
+		c.mu.Lock()
+		sess := c.sess
+		c.mu.Unlock()
+		if sess != nil {
+			sess.Close()
 		}
 	}()
+	defer cancel()
 
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 {
-			c.handle(ctx, line)
+	// The reads happen on their own goroutine so that ctx (a signal) ends
+	// the serving while the client keeps its input open and silent.
+	type read struct {
+		line []byte
+		err  error
+	}
+	reads := make(chan read)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := readLine(br)
+			select {
+			case reads <- read{line, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
+	}()
+	for {
+		var rd read
+		select {
+		case rd = <-reads:
+		case <-ctx.Done():
+			return nil
+		}
+		if len(rd.line) > 0 {
+			c.handle(ctx, rd.line)
+		}
+		if rd.err != nil {
+			c.drain(ctx, stdioDrain)
+			if errors.Is(rd.err, io.EOF) {
 				return nil
 			}
-			return err
+			return rd.err
 		}
+	}
+}
+
+// drain ends every open listen and waits up to d for the other requests in
+// flight to be answered (or ctx to end).
+func (c *stdioConn) drain(ctx context.Context, d time.Duration) {
+	c.mu.Lock()
+	for _, r := range c.inflight {
+		if r.listen {
+			r.cancel()
+		}
+	}
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		c.requests.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -64,11 +128,18 @@ type stdioConn struct {
 	gw  *gateway.Gateway
 	wmu sync.Mutex
 	w   io.Writer
-	wg  sync.WaitGroup
+	wg  sync.WaitGroup // every goroutine: requests and the session's pump
+
+	requests sync.WaitGroup // the requests in flight
 
 	mu       sync.Mutex
 	sess     *gateway.Session
-	inflight map[string]context.CancelFunc // modern requests, by id
+	inflight map[string]*inflightRequest // by id
+}
+
+type inflightRequest struct {
+	cancel context.CancelFunc
+	listen bool // subscriptions/listen: answered when it is ended
 }
 
 // write sends one message as one line. A line break in it (white space
@@ -124,10 +195,10 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 	case m.IsNotification():
 		if m.Method == "notifications/cancelled" {
 			c.mu.Lock()
-			cancel := c.inflight[string(wire.Get(m.Params, "requestId"))]
+			r := c.inflight[string(wire.Get(m.Params, "requestId"))]
 			c.mu.Unlock()
-			if cancel != nil {
-				cancel()
+			if r != nil {
+				r.cancel()
 			}
 		}
 		if sess != nil {
@@ -171,9 +242,11 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 func (c *stdioConn) goRequest(ctx context.Context, m *wire.Message, handle func(context.Context) gateway.Reply) {
 	ctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.inflight[string(m.ID)] = cancel
+	c.inflight[string(m.ID)] = &inflightRequest{cancel: cancel, listen: m.Method == "subscriptions/listen"}
 	c.mu.Unlock()
+	c.requests.Add(1)
 	c.wg.Go(func() {
+		defer c.requests.Done()
 		defer func() {
 			c.mu.Lock()
 			delete(c.inflight, string(m.ID))
