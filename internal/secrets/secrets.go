@@ -3,7 +3,6 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -78,7 +77,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key %s: %w", s.keyPath, err)
 	}
-	s.aead, err = cipher.NewGCM(block)
+	s.aead, err = cipher.NewGCMWithRandomNonce(block)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key %s: %w", s.keyPath, err)
 	}
@@ -101,13 +100,14 @@ func (s *Store) Set(name, binding, value string) error {
 	if binding == "" {
 		return fmt.Errorf("secret %s: the binding (the server's URL or command line) is empty", name)
 	}
-	nonce := make([]byte, s.aead.NonceSize())
-	rand.Read(nonce) // never fails: crypto/rand panics instead
+	// The AEAD draws a random nonce for each seal and puts it first; the
+	// entry keeps it in its own member.
+	sealed := s.aead.Seal(nil, nil, []byte(value), additionalData(name, binding))
 	r := record{
 		Name:          name,
 		BindingSHA256: bindingHash(binding),
-		Nonce:         nonce,
-		Ciphertext:    s.aead.Seal(nil, nonce, []byte(value), additionalData(name, binding)),
+		Nonce:         sealed[:nonceSize],
+		Ciphertext:    sealed[nonceSize:],
 		SetAt:         time.Now().UTC().Truncate(time.Second).Format(time.RFC3339),
 	}
 
@@ -140,7 +140,8 @@ func (s *Store) Get(name, binding string) (string, error) {
 		return "", fmt.Errorf("secret %s: %w of server %q (its URL or command changed since the secret was set); set it again with `mcp-gateway secret set %s`",
 			name, ErrBindingChanged, server, name)
 	}
-	value, err := s.aead.Open(nil, r.Nonce, r.Ciphertext, additionalData(name, binding))
+	sealed := append(append(make([]byte, 0, len(r.Nonce)+len(r.Ciphertext)), r.Nonce...), r.Ciphertext...)
+	value, err := s.aead.Open(nil, nil, sealed, additionalData(name, binding))
 	if err != nil {
 		return "", fmt.Errorf("secret %s: cannot decrypt it: %s is not the key it was set with, or %s was altered; set it again with `mcp-gateway secret set %s`",
 			name, s.keyPath, s.secretsPath, name)

@@ -2,6 +2,8 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"errors"
 	"io/fs"
 	"maps"
@@ -409,4 +411,49 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		files[e.Name()] = info.Mode().String() + " " + string(data)
 	}
 	return files
+}
+
+// TestEarlierEntriesStillOpen: an entry sealed the way earlier releases did
+// (AES-GCM with a nonce drawn by the store and kept in its own member)
+// opens with today's store, and each Set draws a fresh nonce.
+func TestEarlierEntriesStillOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s := openStore(t, dir)
+	key, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := bytes.Repeat([]byte{3}, nonceSize)
+	old := map[string]record{githubToken: {
+		Name:          githubToken,
+		BindingSHA256: bindingHash(githubBinding),
+		Nonce:         nonce,
+		Ciphertext:    gcm.Seal(nil, nonce, []byte(secretValue), additionalData(githubToken, githubBinding)),
+		SetAt:         "2026-01-02T03:04:05Z",
+	}}
+	if err := writeSecrets(filepath.Join(dir, SecretsFile), old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := openStore(t, dir).Get(githubToken, githubBinding); err != nil || got != secretValue {
+		t.Fatalf("an earlier entry: Get = %q, %v", got, err)
+	}
+
+	nonces := map[string]bool{}
+	for range 3 {
+		if err := s.Set(githubToken, githubBinding, secretValue); err != nil {
+			t.Fatal(err)
+		}
+		nonces[string(s.records[githubToken].Nonce)] = true
+	}
+	if len(nonces) != 3 {
+		t.Errorf("three Sets of one value drew %d distinct nonces", len(nonces))
+	}
 }
