@@ -157,9 +157,9 @@ func TestCheckRemotes(t *testing.T) {
 	if err := checkRemotes(context.Background(), withHeader, guard, true); err != nil {
 		t.Errorf("launcher with the env: %v", err)
 	}
-	// stdio says it the same way.
+	// stdio says it the same way, with serve's exit code for a configuration error.
 	code, _, stderr := runCLI(runStdio, "--config", `{"a":{"url":"http://169.254.169.254/mcp"}}`, "--catalog-file=/nonexistent")
-	if wantStdio := "mcp-gateway stdio: mcp server \"a\": the url http://169.254.169.254/mcp: 169.254.169.254 is a cloud metadata address, which the gateway does not connect to\n"; code != exitError || stderr != wantStdio {
+	if wantStdio := "mcp-gateway stdio: mcp server \"a\": the url http://169.254.169.254/mcp: 169.254.169.254 is a cloud metadata address, which the gateway does not connect to\n"; code != exitUsage || stderr != wantStdio {
 		t.Errorf("stdio: exit %d\n got  %q\n want %q", code, stderr, wantStdio)
 	}
 }

@@ -49,8 +49,9 @@ the process talks to it.`, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := checkRemotes(ctx, specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}, false); err != nil {
+		// A refused address is the configuration's fault: exit 2, as in serve.
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
-		return exitError
+		return exitUsage
 	}
 	gw, err := newGateway(&g, specs, false, logger, logOut)
 	if err != nil {
