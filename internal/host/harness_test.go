@@ -129,23 +129,19 @@ func openHost(t *testing.T, dir string) *Host {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() {
-		if !closedHosts[h] {
-			h.Close()
-		}
-	})
+	t.Cleanup(func() { h.Close() })
 	return h
 }
 
-// closedHosts are the hosts a test closed itself (Close is called once).
-var closedHosts = map[*Host]bool{}
-
-// closeHost closes a host in the middle of a test.
+// closeHost closes a host in the middle of a test, and checks that closing
+// it again (as the cleanup does) answers the same.
 func closeHost(t *testing.T, h *Host) {
 	t.Helper()
-	closedHosts[h] = true
 	if err := h.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
 	}
 }
 

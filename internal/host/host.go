@@ -80,8 +80,10 @@ type Host struct {
 	// change, read without a lock on every request.
 	tokens atomic.Pointer[map[string]*sandbox]
 
-	probes sync.WaitGroup
-	closed chan struct{}
+	probes    sync.WaitGroup
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // sandbox is one running sandbox: its gateway over its own server instances.
@@ -155,21 +157,25 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 // Handler serves /mcp for every sandbox, and /health.
 func (h *Host) Handler() http.Handler { return h.front }
 
-// Close ends every sandbox's sessions and stops every server.
+// Close ends every sandbox's sessions and stops every server. Calling it
+// again returns the first call's error.
 func (h *Host) Close() error {
-	close(h.closed)
-	h.probes.Wait()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.front.Close()
-	var errs []error
-	for _, sb := range h.sandboxes {
-		sb.gw.Close()
-		errs = append(errs, sb.gw.Router.Close())
-	}
-	h.tokens.Store(&map[string]*sandbox{})
-	errs = append(errs, h.store.Close())
-	return errors.Join(errs...)
+	h.closeOnce.Do(func() {
+		close(h.closed)
+		h.probes.Wait()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.front.Close()
+		var errs []error
+		for _, sb := range h.sandboxes {
+			sb.gw.Close()
+			errs = append(errs, sb.gw.Router.Close())
+		}
+		h.tokens.Store(&map[string]*sandbox{})
+		errs = append(errs, h.store.Close())
+		h.closeErr = errors.Join(errs...)
+	})
+	return h.closeErr
 }
 
 // Drain ends every sandbox's long-lived streams, the first step of a shutdown.
