@@ -552,7 +552,12 @@ func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxC
 		mode = registry.ModeStatic
 		for _, s := range req.Static {
 			s = strings.TrimSpace(s)
-			if s == "" || slices.Contains(servers, s) {
+			if s == "" {
+				// --static "" or "a,,b": a static sandbox whose list
+				// came out empty would serve nothing, silently
+				return nil, fmt.Errorf("sandbox %q: an empty server name in the static list %q", req.Name, strings.Join(req.Static, ","))
+			}
+			if slices.Contains(servers, s) {
 				continue
 			}
 			srv := h.state.Servers[s]
