@@ -552,12 +552,7 @@ func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxC
 		mode = registry.ModeStatic
 		for _, s := range req.Static {
 			s = strings.TrimSpace(s)
-			if s == "" {
-				// --static "" or "a,,b": a static sandbox whose list
-				// came out empty would serve nothing, silently
-				return nil, fmt.Errorf("sandbox %q: an empty server name in the static list %q", req.Name, strings.Join(req.Static, ","))
-			}
-			if slices.Contains(servers, s) {
+			if s == "" || slices.Contains(servers, s) {
 				continue
 			}
 			srv := h.state.Servers[s]
@@ -568,6 +563,10 @@ func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxC
 				return nil, fmt.Errorf("sandbox %q: %w", req.Name, err)
 			}
 			servers = append(servers, s)
+		}
+		if len(servers) == 0 {
+			// --static ",": a static sandbox that would serve nothing
+			return nil, fmt.Errorf("sandbox %q: the static list %q names no server", req.Name, strings.Join(req.Static, ","))
 		}
 	}
 	token := newToken()

@@ -131,7 +131,7 @@ func TestStaticSandbox(t *testing.T) {
 	_, err = h.CreateSandbox(context.Background(), SandboxRequest{Name: "c", Static: []string{"mem", "nope"}})
 	wantErr(t, "unknown server", err, `sandbox "c": mcp server "nope" is not registered (registered: mem)`)
 	_, err = h.CreateSandbox(context.Background(), SandboxRequest{Name: "c", Static: []string{"", ""}}) // --static ","
-	wantErr(t, "empty static names", err, `sandbox "c": an empty server name in the static list ","`)
+	wantErr(t, "empty static names", err, `sandbox "c": the static list "," names no server`)
 	_, err = h.CreateSandbox(context.Background(), SandboxRequest{Name: "bad name"})
 	wantErr(t, "bad name", err, `sandbox name "bad name": use only letters, digits, '.', '-' and '_'`)
 	if _, ok := loadState(t, h).Sandboxes["c"]; ok {
