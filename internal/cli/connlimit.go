@@ -84,11 +84,10 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	}
 	switch s {
 	case http.StateNew, http.StateIdle:
-		lc.read.Store(false)
 		lc.since.Store(time.Now().UnixNano())
-		lc.busy.Store(false)
+		lc.setPhase(phaseWaiting)
 	case http.StateActive, http.StateHijacked:
-		lc.busy.Store(true)
+		lc.setPhase(phaseBusy)
 	}
 }
 
@@ -101,32 +100,7 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 	var victimSince int64
 	l.mu.Lock()
 	if len(l.conns) >= l.max {
-		// First choice: the longest silent; second: the oldest whose
-		// request head has been arriving for over slowHead (a client
-		// sends a head in one go; one that trickles is not one to keep
-		// waiting for at the expense of a new client).
-		var slow *limitedConn
-		var slowSince int64
-		now := time.Now().UnixNano()
-		for o := range l.conns {
-			if o.busy.Load() {
-				continue
-			}
-			since := o.since.Load()
-			switch {
-			case !o.read.Load():
-				if victim == nil || since < victimSince {
-					victim, victimSince = o, since
-				}
-			case time.Duration(now-since) >= l.slowHead:
-				if slow == nil || since < slowSince {
-					slow, slowSince = o, since
-				}
-			}
-		}
-		if victim == nil {
-			victim, victimSince = slow, slowSince
-		}
+		victim, victimSince = l.evict()
 		if victim == nil {
 			l.mu.Unlock()
 			return nil
@@ -141,6 +115,46 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 		victim.Close()
 	}
 	return lc
+}
+
+// evict picks the connection to close for a new one and claims it, or
+// returns nil when every connection is busy. First choice: the longest
+// silent; second: the oldest whose request head has been arriving for
+// over slowHead (a client sends a head in one go; one that trickles is not
+// one to keep waiting for at the expense of a new client). The claim is a
+// compare-and-swap of the phase the scan saw: a connection whose request
+// began arriving (or began being served) since is not closed under it;
+// the scan is made again without it. The caller holds l.mu.
+func (l *connLimit) evict() (*limitedConn, int64) {
+	for range 8 { // each retry means a connection became busier: bounded
+		var victim, slow *limitedConn
+		var victimSince, slowSince int64
+		now := time.Now().UnixNano()
+		for o := range l.conns {
+			since := o.since.Load()
+			switch o.phase.Load() {
+			case phaseWaiting:
+				if victim == nil || since < victimSince {
+					victim, victimSince = o, since
+				}
+			case phaseHead:
+				if time.Duration(now-since) >= l.slowHead && (slow == nil || since < slowSince) {
+					slow, slowSince = o, since
+				}
+			}
+		}
+		want := int32(phaseWaiting)
+		if victim == nil {
+			victim, victimSince, want = slow, slowSince, phaseHead
+		}
+		if victim == nil {
+			return nil, 0
+		}
+		if victim.phase.CompareAndSwap(want, phaseEvicted) {
+			return victim, victimSince
+		}
+	}
+	return nil, 0
 }
 
 func (l *connLimit) drop(lc *limitedConn) {
@@ -212,26 +226,51 @@ type limitedConn struct {
 	net.Conn
 	l    *connLimit
 	once sync.Once
-	// busy: serving a request (http.StateActive) or taken over by the
-	// handler (http.StateHijacked); never evicted. Otherwise waiting:
-	// accepted (http.StateNew) or between keep-alive requests
-	// (http.StateIdle), and evicted first when it has read no byte since
-	// it began waiting.
-	busy atomic.Bool
-	read atomic.Bool // a byte was read since the connection began waiting
+	// phase: see the phase constants. Only admit's scan moves a
+	// connection to phaseEvicted, and nothing moves it out.
+	phase atomic.Int32
 	// since is, in unix nanoseconds, when the connection began waiting,
 	// then, once it has read a byte, when its request head began arriving.
 	since atomic.Int64
 }
 
+// The phases of a limitedConn.
+const (
+	// phaseWaiting: accepted (http.StateNew) or between keep-alive
+	// requests (http.StateIdle), no byte read since; evicted first.
+	phaseWaiting = iota
+	// phaseHead: a request head is arriving; evicted when it has taken
+	// over slowHead.
+	phaseHead
+	// phaseBusy: serving a request (http.StateActive) or taken over by
+	// the handler (http.StateHijacked); never evicted.
+	phaseBusy
+	// phaseEvicted: claimed by admit, being closed.
+	phaseEvicted
+)
+
+// setPhase moves c to p, unless it was evicted.
+func (c *limitedConn) setPhase(p int32) {
+	for {
+		old := c.phase.Load()
+		if old == phaseEvicted || c.phase.CompareAndSwap(old, p) {
+			return
+		}
+	}
+}
+
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.read.Load() {
+	if n > 0 && c.phase.Load() == phaseWaiting {
 		// The first byte since the connection began waiting: from now
 		// on since is when its request head began arriving (the slow-head
 		// rule measures that, not how long it had been idle before).
 		c.since.Store(time.Now().UnixNano())
-		c.read.Store(true)
+		if !c.phase.CompareAndSwap(phaseWaiting, phaseHead) && c.phase.Load() == phaseEvicted {
+			// admit claimed it an instant before: it is being closed,
+			// and what it read is not served.
+			return 0, net.ErrClosed
+		}
 	}
 	return n, err
 }

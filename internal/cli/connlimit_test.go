@@ -126,11 +126,31 @@ func (l *connLimit) anyRead() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if !c.busy.Load() && c.read.Load() {
+		if c.phase.Load() == phaseHead {
 			return true
 		}
 	}
 	return false
+}
+
+// waitWaiting waits until n of the counted connections are waiting for a
+// request (net/http reports that on its own time).
+func (s *limitServer) waitWaiting(t *testing.T, n int) {
+	t.Helper()
+	for {
+		s.limit.mu.Lock()
+		waiting := 0
+		for c := range s.limit.conns {
+			if c.phase.Load() == phaseWaiting {
+				waiting++
+			}
+		}
+		s.limit.mu.Unlock()
+		if waiting == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // waitOpen waits until the limit counts n connections: the server accepts
@@ -159,6 +179,10 @@ func TestConnectionLimitEvictsIdle(t *testing.T) {
 			oldest := dialLimit(t, s.addr)
 			tc.oldest(t, oldest)
 			s.waitOpen(t, 1)
+			// net/http reports a connection idle after the client has
+			// its response: wait for that, or a slow server goroutine
+			// would leave the oldest busy while the others fill the limit.
+			s.waitWaiting(t, 1)
 			var others []*limitClient
 			for i := 1; i < limit; i++ {
 				lc := dialLimit(t, s.addr)
@@ -303,7 +327,7 @@ func TestConnectionLimitSlowHeadFromFirstByte(t *testing.T) {
 	for lc == nil {
 		s.limit.mu.Lock()
 		for c := range s.limit.conns {
-			if !c.busy.Load() {
+			if c.phase.Load() != phaseBusy {
 				lc = c
 			}
 		}
@@ -328,5 +352,34 @@ func TestConnectionLimitSlowHeadFromFirstByte(t *testing.T) {
 	}
 	if resp, body := idle.read(t); resp.StatusCode != 200 || body != "ok" {
 		t.Errorf("the connection whose head began after a long wait: %s %q, want 200 ok (not evicted)", resp.Status, body)
+	}
+}
+
+// TestEvictionClaims: admit's choice is a claim. A connection it claimed
+// stays claimed whatever net/http reports next (it is being closed), and
+// one that is busy is never claimed.
+func TestEvictionClaims(t *testing.T) {
+	l := newConnLimit(1, slog.New(slog.DiscardHandler))
+	a, b := net.Pipe()
+	defer b.Close()
+	lc := l.admit(a)
+	l.ConnState(lc, http.StateActive)
+	l.mu.Lock()
+	if v, _ := l.evict(); v != nil {
+		t.Error("a busy connection was claimed")
+	}
+	l.mu.Unlock()
+	l.ConnState(lc, http.StateIdle)
+	l.mu.Lock()
+	v, _ := l.evict()
+	l.mu.Unlock()
+	if v != lc || lc.phase.Load() != phaseEvicted {
+		t.Fatalf("the waiting connection was not claimed (phase %d)", lc.phase.Load())
+	}
+	for _, s := range []http.ConnState{http.StateActive, http.StateIdle, http.StateNew} {
+		l.ConnState(lc, s)
+		if lc.phase.Load() != phaseEvicted {
+			t.Errorf("after %v, a claimed connection is in phase %d", s, lc.phase.Load())
+		}
 	}
 }
