@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The policies of the serve-mode tests: annotation-based, argument-based,
+// forbid over permit, and deny by default (--policy-default deny).
+const testPolicies = `// memory's tools, but never a destructive one, nor a search for secrets.
+@id("memory-ok")
+permit(principal, action == MCP::Action::"invokeTool", resource in MCP::Server::"memory");
+
+@id("no-destructive")
+forbid(principal, action == MCP::Action::"invokeTool", resource is MCP::Tool)
+  when { resource.destructive };
+
+@id("no-secret-search")
+forbid(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"memory/search_nodes")
+  when { context.args.query like "*secret*" };
+
+@id("echo-only")
+permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"everything/echo");
+`
+
+func writePolicy(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.cedar")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func policyConfig(t *testing.T) string {
+	return fmt.Sprintf(`{"memory": {"envs": {"MEMORY_FILE_PATH": %q}}, "everything": {"runCmd": %q}}`,
+		filepath.Join(t.TempDir(), "memory.jsonl"), filepath.Join(npmBin, "mcp-server-everything"))
+}
+
+func (g *gw) auditFile() string { return filepath.Join(g.dir, "log", "mcp-gateway-audit.jsonl") }
+
+// auditRecords reads the audit log's records.
+func auditRecords(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range readLines(t, path) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func findRecord(recs []map[string]any, match map[string]any) map[string]any {
+	for _, r := range recs {
+		ok := true
+		for k, v := range match {
+			if fmt.Sprint(r[k]) != fmt.Sprint(v) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return r
+		}
+	}
+	return nil
+}
+
+func callErr(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func TestPolicyServe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := newGW(t)
+	g.mustLaunch(policyConfig(t), "--policy-file", writePolicy(t, testPolicies), "--policy-default", "deny")
+
+	for _, era := range bothEras {
+		t.Run(era, func(t *testing.T) {
+			cs := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "e2e-policy", Version: "1"}, nil), era)
+			names := toolNames(ctx, t, cs)
+			slices.Sort(names)
+			want := []string{"add_observations", "create_entities", "create_relations", "echo", "open_nodes", "read_graph", "search_nodes"}
+			if !slices.Equal(names, want) {
+				t.Fatalf("tools listed %v, want %v (destructive ones and everything's others hidden)", names, want)
+			}
+			if res, err := callErr(ctx, cs, "read_graph", map[string]any{}); err != nil || res.IsError {
+				t.Fatalf("read_graph: %v %v", err, res)
+			}
+			if res, err := callErr(ctx, cs, "echo", map[string]any{"message": "hi"}); err != nil || !strings.Contains(text(res), "hi") {
+				t.Fatalf("echo: %v %v", err, res)
+			}
+			if res, err := callErr(ctx, cs, "search_nodes", map[string]any{"query": "plain"}); err != nil || res.IsError {
+				t.Fatalf("search_nodes plain: %v %v", err, res)
+			}
+			denials := []struct {
+				tool string
+				args map[string]any
+				want string
+			}{
+				{"delete_entities", map[string]any{"entityNames": []string{"x"}}, `forbidden by policy "no-destructive"`}, // forbid wins over memory-ok
+				{"search_nodes", map[string]any{"query": "top secret plans"}, `forbidden by policy "no-secret-search"`},
+				{"get-sum", map[string]any{"a": 1, "b": 2}, "no policy permits it"},
+			}
+			for _, d := range denials {
+				_, err := callErr(ctx, cs, d.tool, d.args)
+				if err == nil || !strings.Contains(err.Error(), d.want) {
+					t.Errorf("%s: got %v, want an error with %q", d.tool, err, d.want)
+				}
+			}
+		})
+	}
+
+	// Every decision is in the audit log, arguments as a hash, and the
+	// chain verifies; an edited, deleted or swapped record is detected.
+	recs := auditRecords(t, g.auditFile())
+	allowed := findRecord(recs, map[string]any{"type": "call", "server": "memory", "name": "search_nodes", "decision": "allow", "outcome": "ok"})
+	if allowed == nil || allowed["argsSha256"] == nil || allowed["args"] != nil || allowed["principal"] != "default" || allowed["client"] != "e2e-policy/1" {
+		t.Fatalf("no allowed search_nodes record with an argument hash: %v", recs)
+	}
+	denied := findRecord(recs, map[string]any{"type": "call", "name": "delete_entities", "decision": "deny", "outcome": "denied"})
+	if denied == nil || fmt.Sprint(denied["policies"]) != "[no-destructive]" {
+		t.Fatalf("no denied delete_entities record naming its policy: %v", recs)
+	}
+	if b, _ := os.ReadFile(g.auditFile()); strings.Contains(string(b), "top secret") || strings.Contains(string(b), g.token) {
+		t.Fatal("the audit log holds arguments or the token")
+	}
+	verifyAudit(t, g.auditFile())
+}
+
+// verifyAudit checks that `audit verify` passes on the file, then fails on
+// copies with one record edited, one deleted, two swapped.
+func verifyAudit(t *testing.T, file string) {
+	t.Helper()
+	out, stderr, code := runGateway(t, nil, "audit", "verify", file)
+	if code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("audit verify: exit %d\n%s%s", code, out, stderr)
+	}
+	lines := readLines(t, file)
+	if len(lines) < 4 {
+		t.Fatalf("only %d audit records", len(lines))
+	}
+	tampered := map[string][]string{
+		"edited":  append(append(slices.Clone(lines[:1]), strings.Replace(lines[1], `"type":"`, `"type":"x`, 1)), lines[2:]...),
+		"deleted": append(slices.Clone(lines[:1]), lines[2:]...),
+		"swapped": append(append(slices.Clone(lines[:1]), lines[2], lines[1]), lines[3:]...),
+	}
+	for what, ls := range tampered {
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		if err := os.WriteFile(path, []byte(strings.Join(ls, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := runGateway(t, nil, "audit", "verify", path)
+		if code != 1 || !strings.Contains(out, "FAILED") || !strings.Contains(out, path+":2:") {
+			t.Errorf("%s record: audit verify exit %d\n%s", what, code, out)
+		}
+	}
+}
+
+func TestPolicyFileErrors(t *testing.T) {
+	cases := map[string]string{
+		"syntax":         "permit(principal, action, resource);\nforbid(principal, action, resource)\n  when { resource.destructive ;",
+		"unknown type":   "permit(principal, action, resource is MCP::Tol);",
+		"unknown action": "\n\npermit(principal, action == MCP::Action::\"callTool\", resource);",
+	}
+	wants := map[string]string{"syntax": ":3:32: ", "unknown type": ":1:1: unknown entity type", "unknown action": ":3:1: unknown action"}
+	for name, text := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := newGW(t)
+			file := writePolicy(t, text)
+			g.launch(policyConfig(t), "--policy-file", file)
+			if g.exit != 2 || !strings.Contains(g.stderr, file+wants[name]) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 naming %s%s", g.exit, g.stderr, file, wants[name])
+			}
+			if _, err := os.Stat(g.tokenFile()); err == nil {
+				t.Fatal("a token file was written for an invalid policy file")
+			}
+		})
+	}
+}
+
+// approvalPolicy asks a person before create_entities.
+const approvalPolicy = `permit(principal, action, resource);
+@id("ask-create")
+@requireApproval("creating entities changes the shared graph")
+permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"memory/create_entities");
+`
+
+func TestPolicyApprovalByElicitation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := newGW(t)
+	g.mustLaunch(policyConfig(t), "--policy-file", writePolicy(t, approvalPolicy), "--approval-timeout", "3s")
+	args := map[string]any{"entities": []map[string]any{{"name": "Ada", "entityType": "person", "observations": []string{"x"}}}}
+
+	answering := func(name string, answer func(*mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return answer(req) },
+		})
+		return connectClient(ctx, t, g, c, sessionEra)
+	}
+	var asked string
+	yes := answering("approver", func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = req.Params.Message
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	})
+	res, err := callErr(ctx, yes, "create_entities", args)
+	if err != nil || res.IsError {
+		t.Fatalf("approved call: %v %v", err, res)
+	}
+	for _, want := range []string{"creating entities changes the shared graph", "memory/create_entities", "Ada"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("the elicitation %q lacks %q", asked, want)
+		}
+	}
+	no := answering("refuser", func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	})
+	if _, err := callErr(ctx, no, "create_entities", args); err == nil || !strings.Contains(err.Error(), "approval was denied") {
+		t.Fatalf("declined call: %v", err)
+	}
+	slow := answering("sleeper", func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		time.Sleep(6 * time.Second) // beyond --approval-timeout
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	})
+	if _, err := callErr(ctx, slow, "create_entities", args); err == nil || !strings.Contains(err.Error(), "nobody answered within") {
+		t.Fatalf("unanswered call: %v", err)
+	}
+	// A client that declared no elicitation cannot be asked: denied.
+	plain := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil), sessionEra)
+	if _, err := callErr(ctx, plain, "create_entities", args); err == nil || !strings.Contains(err.Error(), "cannot be asked") {
+		t.Fatalf("call by a client without elicitation: %v", err)
+	}
+	// Others need no approval.
+	if res, err := callErr(ctx, plain, "read_graph", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("read_graph: %v %v", err, res)
+	}
+	recs := auditRecords(t, g.auditFile())
+	for _, outcome := range []string{"granted", "denied", "timeout"} {
+		found := false
+		for _, r := range recs {
+			if a, _ := r["approval"].(string); strings.HasPrefix(a, outcome) && r["name"] == "create_entities" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no audit record of an approval %s", outcome)
+		}
+	}
+	verifyAudit(t, g.auditFile())
+}
