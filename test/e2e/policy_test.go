@@ -262,3 +262,153 @@ func TestPolicyApprovalByElicitation(t *testing.T) {
 	}
 	verifyAudit(t, g.auditFile())
 }
+
+// Host mode: policies stored on the daemon apply at once (lists change,
+// with list_changed), `policy test` decides without calling, a register
+// rule stops mcp-add and load, approvals go through the host's queue, and
+// every administrative action is audited.
+func TestPolicyHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	state := filepath.Join(t.TempDir(), "state")
+	h := startHost(t, state)
+	h.mustCLI("", "server", "add", "memory", "--command", filepath.Join(npmBin, "mcp-server-memory"),
+		"--env", "MEMORY_FILE_PATH=${sandbox_dir}/graph.jsonl")
+	const secretValue = "s3cret-value-never-audited"
+	h.mustCLI(secretValue, "secret", "set", "mcp:memory:unused")
+	a := h.createSandbox("a", "--static", "memory")
+	dyn := h.createSandbox("dyn")
+
+	ac, changed := a.connectListChanged(ctx)
+	if names := toolNames(ctx, t, ac); !slices.Contains(names, "delete_entities") {
+		t.Fatalf("before any policy: %v", names)
+	}
+	modern := connectClient(ctx, t, a, mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil), modernEra)
+
+	dir := t.TempDir()
+	noDestructive := filepath.Join(dir, "no-destructive.cedar")
+	_ = os.WriteFile(noDestructive, []byte(`@id("no-destructive")
+forbid(principal, action == MCP::Action::"invokeTool", resource is MCP::Tool) when { resource.destructive };
+`), 0o600)
+	out := h.mustCLI("", "policy", "set", noDestructive)
+	if !strings.Contains(out, `policy "no-destructive" set for every sandbox (1 policies)`) {
+		t.Errorf("policy set: %s", out)
+	}
+	waitListChanged(t, changed, "policy set")
+	for _, cs := range []*mcp.ClientSession{ac, modern} {
+		if names := toolNames(ctx, t, cs); slices.Contains(names, "delete_entities") || !slices.Contains(names, "read_graph") {
+			t.Errorf("after policy set: %v", names)
+		}
+		if _, err := callErr(ctx, cs, "delete_entities", map[string]any{"entityNames": []string{"x"}}); err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-destructive"`) {
+			t.Errorf("delete_entities: %v", err)
+		}
+	}
+	out = h.mustCLI("", "policy", "ls")
+	if !strings.Contains(out, "no-destructive") || !strings.Contains(out, "forbid") || !strings.Contains(out, noDestructive+":1:1") {
+		t.Errorf("policy ls:\n%s", out)
+	}
+	out = h.mustCLI("", "policy", "test", "--sandbox", "a", "--tool", "memory/delete_entities", "--args", `{"entityNames":["x"]}`)
+	if !strings.HasPrefix(out, `deny: forbidden by policy "no-destructive"`) {
+		t.Errorf("policy test delete_entities: %s", out)
+	}
+	out = h.mustCLI("", "policy", "test", "--sandbox", "a", "--tool", "memory/read_graph")
+	if !strings.HasPrefix(out, "allow:") {
+		t.Errorf("policy test read_graph: %s", out)
+	}
+	bad := filepath.Join(dir, "bad.cedar")
+	_ = os.WriteFile(bad, []byte("permit(principal, action, resource)\nwhen { true"), 0o600)
+	h.failCLI(bad+":2:12", "", "policy", "set", bad)
+
+	// A register rule for one sandbox stops mcp-add and load there.
+	noAttach := filepath.Join(dir, "no-attach.cedar")
+	_ = os.WriteFile(noAttach, []byte(`@id("no-memory-here")
+forbid(principal, action == MCP::Action::"register", resource == MCP::Server::"memory");
+`), 0o600)
+	h.mustCLI("", "policy", "set", noAttach, "--sandbox", "dyn")
+	dc := dyn.connectEra(ctx, sessionEra)
+	if got, isErr := callText(ctx, t, dc, "mcp-add", map[string]any{"name": "memory"}); !isErr || !strings.Contains(got, `"no-memory-here"`) {
+		t.Errorf("mcp-add against a register rule: %v %s", isErr, got)
+	}
+	h.failCLI(`"no-memory-here"`, "", "load", "memory", "--sandbox", "dyn")
+	out = h.mustCLI("", "policy", "test", "--sandbox", "a", "--tool", "mcp-exec")
+	if !strings.HasPrefix(out, "allow:") {
+		t.Errorf("policy test of a built-in tool: %s", out)
+	}
+
+	// Approval through the host's queue (the client cannot be asked).
+	ask := filepath.Join(dir, "ask.cedar")
+	_ = os.WriteFile(ask, []byte(`@id("ask-create") @requireApproval("a person checks new entities")
+permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"memory/create_entities");
+`), 0o600)
+	h.mustCLI("", "policy", "set", ask)
+	args := map[string]any{"entities": []map[string]any{{"name": "Ada", "entityType": "person", "observations": []string{"x"}}}}
+	for _, verdict := range []string{"allow", "deny"} {
+		done := make(chan error, 1)
+		go func() {
+			res, err := callErr(ctx, ac, "create_entities", args)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %s", text(res))
+			}
+			done <- err
+		}()
+		var id string
+		waitFor(ctx, t, "the call in the approval queue", func() bool {
+			out, _, _ := h.cli("", "approval", "ls", "--json")
+			var list []struct{ ID, Name, Reason string }
+			if json.Unmarshal([]byte(out), &list) == nil && len(list) == 1 && list[0].Name == "create_entities" && list[0].Reason == "a person checks new entities" {
+				id = list[0].ID
+				return true
+			}
+			return false
+		})
+		h.mustCLI("", "approval", verdict, id)
+		err := <-done
+		if verdict == "allow" && err != nil || verdict == "deny" && (err == nil || !strings.Contains(err.Error(), "approval was denied")) {
+			t.Errorf("approval %s: call ended with %v", verdict, err)
+		}
+	}
+	h.failCLI("no call is waiting", "", "approval", "allow", "999")
+
+	// Removing the policy brings the tool back, with list_changed.
+	drain(changed)
+	h.mustCLI("", "policy", "rm", "no-destructive")
+	waitListChanged(t, changed, "policy rm")
+	if names := toolNames(ctx, t, ac); !slices.Contains(names, "delete_entities") {
+		t.Errorf("after policy rm: %v", names)
+	}
+
+	// The audit log: admin actions, decisions and approvals; no secret.
+	file := filepath.Join(state, "audit.jsonl")
+	recs := auditRecords(t, file)
+	for _, want := range []map[string]any{
+		{"type": "admin", "action": "server add", "name": "memory"},
+		{"type": "admin", "action": "secret set", "name": "/v1/secrets/mcp:memory:unused"},
+		{"type": "admin", "action": "sandbox create", "name": "a"},
+		{"type": "admin", "action": "policy set", "name": "no-destructive"},
+		{"type": "admin", "action": "policy rm", "name": "/v1/policies/no-destructive"},
+		{"type": "admin", "action": "approval", "outcome": "ok"},
+		{"type": "call", "action": "register", "server": "memory", "decision": "deny", "principal": "dyn"},
+		{"type": "call", "name": "delete_entities", "decision": "deny", "principal": "a"},
+		{"type": "call", "name": "create_entities", "approval": "granted", "outcome": "ok"},
+		{"type": "call", "name": "create_entities", "approval": "denied", "outcome": "denied"},
+		{"type": "approval", "name": "create_entities", "approval": "granted"},
+	} {
+		if findRecord(recs, want) == nil {
+			t.Errorf("no audit record %v", want)
+		}
+	}
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), secretValue) || strings.Contains(string(b), a.token) {
+		t.Error("the audit log holds a secret or a token")
+	}
+	verifyAudit(t, file)
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
