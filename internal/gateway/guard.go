@@ -141,16 +141,20 @@ func (g *Gateway) GuardChanged() {
 }
 
 // guarded runs a call through the guard: refused, or run and reported.
-func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, run func() Reply) Reply {
+func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, run func(context.Context, Stream) Reply) Reply {
 	guard := s.gw.Guard
 	if guard == nil {
-		return run()
+		return run(ctx, stream)
 	}
 	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Modern: s.modern}
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
-	if !s.modern && s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == "" {
+	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
+	if s.modern && canElicit && mayAsk(guard) {
+		return s.guardedModern(ctx, m, stream, c, run)
+	}
+	if !s.modern && canElicit {
 		c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			res, werr := s.request(ctx, stream, "elicitation/create", params)
 			if werr != nil {
@@ -163,11 +167,71 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if werr != nil {
 		return errorReply(werr)
 	}
-	reply := run()
+	reply := run(ctx, stream)
 	if done != nil {
 		done(reply)
 	}
 	return reply
+}
+
+// mayAsk reports whether a guard may ask the client during Admit (it has
+// an approval rule); a guard that does not say is taken to.
+func mayAsk(g Guard) bool {
+	if a, ok := g.(interface{ MayAsk() bool }); ok {
+		return a.MayAsk()
+	}
+	return true
+}
+
+// guardedModern admits and runs a 2026-07-28 client's call in the
+// background, so the guard can ask the client (approval by elicitation):
+// its question goes back as an input-required result, and the client's
+// retry with the answer continues the call, as with a server's own
+// questions (see forwardModern).
+func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, run func(context.Context, Stream) Reply) Reply {
+	g := s.gw
+	events := make(chan modernEvent, 4)
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
+	sw := &switchStream{cur: stream}
+	c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		in := &inputRequest{key: g.newID("input-"), method: "elicitation/create", params: params, answer: make(chan *wire.Message, 1)}
+		select {
+		case events <- modernEvent{input: in}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		select {
+		case resp := <-in.answer:
+			if resp.Error != nil {
+				return nil, wire.DecodeError(resp.Error)
+			}
+			return resp.Result, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	go func() {
+		defer cancel()
+		var reply Reply
+		done, werr := g.Guard.Admit(callCtx, c)
+		if werr != nil {
+			reply = errorReply(werr)
+		} else {
+			reply = run(callCtx, sw)
+			if done != nil {
+				done(reply)
+			}
+		}
+		select { // nobody may be waiting any more: never block
+		case events <- modernEvent{reply: reply}:
+		default:
+		}
+	}()
+	w := &inputWait{method: m.Method, name: c.Name, events: events, stream: sw, cancel: cancel}
+	if name, ok := wire.GetString(m.Params, "name"); ok {
+		w.name = name
+	}
+	return g.await(ctx, w, cancel)
 }
 
 // guardCache is embedded in Gateway: the filtered views, by kind.

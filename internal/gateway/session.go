@@ -269,7 +269,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		if srv == nil {
 			return errorReply(s.resourceNotFound(uri))
 		}
-		return s.guarded(ctx, m, stream, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func() Reply {
+		return s.guarded(ctx, m, stream, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func(ctx context.Context, stream Stream) Reply {
 			return s.forward(ctx, m, stream, srv, m.Params)
 		})
 	case "resources/subscribe":
@@ -314,7 +314,9 @@ func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream,
 		}
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
 	}
-	return s.guarded(ctx, m, stream, guardItem(k, it), func() Reply { return s.callItem(ctx, m, stream, it, name) })
+	return s.guarded(ctx, m, stream, guardItem(k, it), func(ctx context.Context, stream Stream) Reply {
+		return s.callItem(ctx, m, stream, it, name)
+	})
 }
 
 // callItem runs a call of a tool or prompt the guard admitted.

@@ -42,6 +42,13 @@ type Guard struct {
 
 var _ gateway.Guard = (*Guard)(nil)
 
+// MayAsk reports whether a call may need approval: some permit has
+// @requireApproval.
+func (g *Guard) MayAsk() bool {
+	set := g.Engine.Current()
+	return set != nil && set.approval
+}
+
 // Version changes whenever the policies change.
 func (g *Guard) Version() uint64 { return g.Engine.Version() }
 

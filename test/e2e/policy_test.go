@@ -206,33 +206,37 @@ func TestPolicyApprovalByElicitation(t *testing.T) {
 	g.mustLaunch(policyConfig(t), "--policy-file", writePolicy(t, approvalPolicy), "--approval-timeout", "3s")
 	args := map[string]any{"entities": []map[string]any{{"name": "Ada", "entityType": "person", "observations": []string{"x"}}}}
 
-	answering := func(name string, answer func(*mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+	answering := func(name, era string, answer func(*mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
 		c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
 			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return answer(req) },
 		})
-		return connectClient(ctx, t, g, c, sessionEra)
+		return connectClient(ctx, t, g, c, era)
 	}
-	var asked string
-	yes := answering("approver", func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked = req.Params.Message
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-	})
-	res, err := callErr(ctx, yes, "create_entities", args)
-	if err != nil || res.IsError {
-		t.Fatalf("approved call: %v %v", err, res)
-	}
-	for _, want := range []string{"creating entities changes the shared graph", "memory/create_entities", "Ada"} {
-		if !strings.Contains(asked, want) {
-			t.Errorf("the elicitation %q lacks %q", asked, want)
+	// Session era: a form elicitation; 2026-07-28: the same as an
+	// input-required result the SDK answers with its handler and retries.
+	for _, era := range bothEras {
+		var asked string
+		yes := answering("approver", era, func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		})
+		res, err := callErr(ctx, yes, "create_entities", args)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: approved call: %v %v", era, err, res)
+		}
+		for _, want := range []string{"creating entities changes the shared graph", "memory/create_entities", "Ada"} {
+			if !strings.Contains(asked, want) {
+				t.Errorf("%s: the elicitation %q lacks %q", era, asked, want)
+			}
+		}
+		no := answering("refuser", era, func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		})
+		if _, err := callErr(ctx, no, "create_entities", args); err == nil || !strings.Contains(err.Error(), "approval was denied") {
+			t.Fatalf("%s: declined call: %v", era, err)
 		}
 	}
-	no := answering("refuser", func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "decline"}, nil
-	})
-	if _, err := callErr(ctx, no, "create_entities", args); err == nil || !strings.Contains(err.Error(), "approval was denied") {
-		t.Fatalf("declined call: %v", err)
-	}
-	slow := answering("sleeper", func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	slow := answering("sleeper", sessionEra, func(req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		time.Sleep(6 * time.Second) // beyond --approval-timeout
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 	})
