@@ -93,6 +93,8 @@ type Set struct {
 	ids      []string // in source order
 	def      Default
 	approval bool // some permit asks for approval
+	index    index
+	cache    sync.Map // candidates by action and resource: policyList
 }
 
 // Len is the number of policies.
@@ -114,7 +116,7 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 	if def == "" {
 		def = DefaultPermit
 	}
-	s := &Set{ps: cedar.NewPolicySet(), byID: map[cedar.PolicyID]*compiled{}, def: def}
+	s := &Set{ps: cedar.NewPolicySet(), byID: map[cedar.PolicyID]*compiled{}, def: def, index: newIndex()}
 	var errs []error
 	where := map[string]string{}
 	for _, src := range sources {
@@ -163,6 +165,7 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 			where[c.id] = c.where
 			s.ps.Add(cedar.PolicyID(c.id), p)
 			s.byID[cedar.PolicyID(c.id)] = c
+			s.index.add(cedar.PolicyID(c.id), p)
 			s.ids = append(s.ids, c.id)
 		}
 	}
@@ -339,7 +342,7 @@ func (s *Set) Decide(r *Request) Decision {
 	if s == nil {
 		return Decision{Allow: true, Default: true}
 	}
-	ok, diag := cedar.Authorize(s.ps, r.entities(), r.cedarRequest())
+	ok, diag := s.authorize(r)
 	d := Decision{Allow: bool(ok)}
 	for _, e := range diag.Errors {
 		d.Errors = append(d.Errors, fmt.Sprintf("%s: %s", e.PolicyID, e.Message))
@@ -368,7 +371,7 @@ func (s *Set) Visible(r *Request) bool {
 	if s == nil {
 		return true
 	}
-	ok, diag := cedar.Authorize(s.ps, r.entities(), r.cedarRequest())
+	ok, diag := s.authorize(r)
 	if ok {
 		return true
 	}
@@ -384,6 +387,14 @@ func (s *Set) Visible(r *Request) bool {
 		}
 	}
 	return false
+}
+
+// authorize evaluates the policies that may match r.
+func (s *Set) authorize(r *Request) (cedar.Decision, cedar.Diagnostic) {
+	pr, res := r.principal(), r.resource()
+	c := s.candidates(r.Action, res, r.Server.Name)
+	g := &entityGetter{r: r, principalUID: pr, resourceUID: res}
+	return cedar.Authorize(c.list, g, r.cedarRequest(pr, res, c.args))
 }
 
 // sortTogether sorts ids (and where alongside) for stable messages.

@@ -79,14 +79,14 @@ func (r *Request) resource() cedar.EntityUID {
 	return cedar.NewEntityUID(r.Kind, cedar.String(r.Server.Name+"/"+r.Name))
 }
 
-func (r *Request) cedarRequest() cedar.Request {
+func (r *Request) cedarRequest(principal, resource cedar.EntityUID, withArgs bool) cedar.Request {
 	ctx := cedar.RecordMap{}
 	t := r.Time
 	if t.IsZero() {
 		t = time.Now()
 	}
 	ctx["request_time"] = cedar.NewDatetime(t)
-	if r.Args != nil {
+	if r.Args != nil && withArgs {
 		if v, ok := jsonToCedar(r.Args); ok {
 			ctx["args"] = v
 		} else {
@@ -94,9 +94,9 @@ func (r *Request) cedarRequest() cedar.Request {
 		}
 	}
 	return cedar.Request{
-		Principal: r.principal(),
+		Principal: principal,
 		Action:    cedar.NewEntityUID(TypeAction, cedar.String(r.Action)),
-		Resource:  r.resource(),
+		Resource:  resource,
 		Context:   cedar.NewRecord(ctx),
 	}
 }
@@ -109,30 +109,48 @@ func pessimistic(v *bool, worst bool) cedar.Boolean {
 	return cedar.Boolean(*v)
 }
 
-// entityGetter serves the few entities of one request without building a map.
+// entityGetter serves the few entities of one request, each built once
+// when a policy first reads it.
 type entityGetter struct {
-	r *Request
+	r                            *Request
+	principalUID, resourceUID    cedar.EntityUID
+	principal, res, srv          cedar.Entity
+	hasPrincipal, hasRes, hasSrv bool
 }
 
-func (g entityGetter) Get(uid cedar.EntityUID) (cedar.Entity, bool) {
+func (g *entityGetter) Get(uid cedar.EntityUID) (cedar.Entity, bool) {
 	r := g.r
 	switch uid.Type {
 	case TypeServer:
 		if string(uid.ID) != r.Server.Name {
 			return cedar.Entity{}, false
 		}
-		return r.serverEntity(), true
+		if !g.hasSrv {
+			g.srv, g.hasSrv = r.serverEntity(), true
+		}
+		return g.srv, true
 	case TypeSandbox, TypeClient:
-		if uid != r.principal() {
+		if uid != g.principalUID {
 			return cedar.Entity{}, false
 		}
-		return cedar.Entity{UID: uid, Attributes: cedar.NewRecord(cedar.RecordMap{"name": cedar.String(r.Principal)})}, true
+		if !g.hasPrincipal {
+			g.principal = cedar.Entity{UID: uid, Attributes: cedar.NewRecord(cedar.RecordMap{"name": cedar.String(r.Principal)})}
+			g.hasPrincipal = true
+		}
+		return g.principal, true
 	case TypeAction:
 		return cedar.Entity{UID: uid}, true
 	}
-	if uid != r.resource() {
+	if uid != g.resourceUID {
 		return cedar.Entity{}, false
 	}
+	if !g.hasRes {
+		g.res, g.hasRes = r.resourceEntity(uid), true
+	}
+	return g.res, true
+}
+
+func (r *Request) resourceEntity(uid cedar.EntityUID) cedar.Entity {
 	attrs := cedar.RecordMap{"name": cedar.String(r.Name)}
 	if r.Kind != TypePrimordial && r.Server.Name != "" {
 		attrs["server"] = cedar.NewEntityUID(TypeServer, cedar.String(r.Server.Name))
@@ -152,7 +170,7 @@ func (g entityGetter) Get(uid cedar.EntityUID) (cedar.Entity, bool) {
 	if r.Kind != TypePrimordial && r.Server.Name != "" {
 		parents = cedar.NewEntityUIDSet(cedar.NewEntityUID(TypeServer, cedar.String(r.Server.Name)))
 	}
-	return cedar.Entity{UID: uid, Parents: parents, Attributes: cedar.NewRecord(attrs)}, true
+	return cedar.Entity{UID: uid, Parents: parents, Attributes: cedar.NewRecord(attrs)}
 }
 
 func (r *Request) serverEntity() cedar.Entity {
@@ -170,8 +188,6 @@ func (r *Request) serverEntity() cedar.Entity {
 		"args":          cedar.NewSet(args...),
 	})}
 }
-
-func (r *Request) entities() cedar.EntityGetter { return entityGetter{r} }
 
 // jsonToCedar converts a JSON value: objects to records, arrays to sets,
 // integers to Long, other numbers to decimal (or, beyond its range, a
