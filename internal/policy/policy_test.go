@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,34 @@ func TestNoSetPermitsEverything(t *testing.T) {
 	var s *Set
 	if d := s.Decide(tool("m", "a", "{}", "{}")); !d.Allow {
 		t.Fatal("no policy must permit")
+	}
+}
+
+// The examples of docs/policy.md parse.
+func TestDocExamplesParse(t *testing.T) {
+	b, err := os.ReadFile("../../docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```cedar\n")
+	if len(blocks) < 2 {
+		t.Fatal("no cedar block in docs/policy.md")
+	}
+	for _, blk := range blocks[1:] {
+		text, _, _ := strings.Cut(blk, "```")
+		set, err := Parse(DefaultPermit, Source{Name: "docs", Text: []byte(text)})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, text)
+		}
+		d := set.Decide(&Request{Principal: "ci", Sandbox: true, Action: ActionInvokeTool, Kind: TypeTool,
+			Server: Server{Name: "remote1", Type: "remote-http"}, Name: "x", Annotations: ParseAnnotations(json.RawMessage(`{"annotations":{"readOnlyHint":true,"destructiveHint":false}}`)), Args: json.RawMessage(`{}`)})
+		if !d.Allow || len(d.Errors) > 0 {
+			t.Errorf("a read-only remote tool: %+v", d)
+		}
+		d = set.Decide(&Request{Principal: "ci", Sandbox: true, Action: ActionInvokeTool, Kind: TypeTool,
+			Server: Server{Name: "filesystem", Type: "local-stdio"}, Name: "read_file", Annotations: ParseAnnotations(json.RawMessage(`{"annotations":{"destructiveHint":false}}`)), Args: json.RawMessage(`{"path":"/etc/shadow"}`)})
+		if d.Allow || strings.Join(d.Policies, ",") != "no-etc" {
+			t.Errorf("read_file /etc/shadow: %+v", d)
+		}
 	}
 }
