@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,6 +308,10 @@ forbid(principal, action == MCP::Action::"invokeTool", resource is MCP::Tool) wh
 			t.Errorf("delete_entities: %v", err)
 		}
 	}
+	// mcp-exec is decided as the tool it calls.
+	if got, isErr := callText(ctx, t, ac, "mcp-exec", map[string]any{"name": "delete_entities", "arguments": map[string]any{"entityNames": []string{"x"}}}); !isErr || !strings.Contains(got, `forbidden by policy "no-destructive"`) {
+		t.Errorf("mcp-exec of a forbidden tool: %v %s", isErr, got)
+	}
 	out = h.mustCLI("", "policy", "ls")
 	if !strings.Contains(out, "no-destructive") || !strings.Contains(out, "forbid") || !strings.Contains(out, noDestructive+":1:1") {
 		t.Errorf("policy ls:\n%s", out)
@@ -414,5 +419,33 @@ func drain(ch <-chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// `mcp-gateway stdio --policy-file`: the same decisions over stdin/stdout,
+// with full arguments in the audit log under --audit-arguments.
+func TestPolicyStdio(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd := exec.Command(gatewayBin, "stdio", "--config", policyConfig(t), "--catalog-file", filepath.Join(t.TempDir(), "none.json"),
+		"--policy-file", writePolicy(t, testPolicies), "--policy-default", "deny", "--audit-file", auditFile, "--audit-arguments")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-stdio", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: sessionEra})
+	if err != nil {
+		t.Fatalf("connecting over stdio: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	if names := toolNames(ctx, t, cs); slices.Contains(names, "delete_entities") || !slices.Contains(names, "echo") || slices.Contains(names, "get-sum") {
+		t.Errorf("tools over stdio: %v", names)
+	}
+	if _, err := callErr(ctx, cs, "search_nodes", map[string]any{"query": "secret"}); err == nil || !strings.Contains(err.Error(), `"no-secret-search"`) {
+		t.Errorf("search_nodes over stdio: %v", err)
+	}
+	cs.Close()
+	if r := findRecord(auditRecords(t, auditFile), map[string]any{"name": "search_nodes", "decision": "deny"}); r == nil || fmt.Sprint(r["args"]) != "map[query:secret]" {
+		t.Errorf("the denied call's record lacks its full arguments: %v", r)
 	}
 }
