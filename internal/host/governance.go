@@ -473,9 +473,14 @@ func (h *Host) audited(next http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		rec := &audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: action, Name: r.URL.Path, Outcome: "ok"}
-		if body.Name != "" {
-			rec.Name = body.Name
+		rec := &audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: action, Name: body.Name, Outcome: "ok"}
+		switch {
+		case r.PathValue("server") != "": // load, unload
+			rec.Name, rec.Detail = r.PathValue("server"), "sandbox "+r.PathValue("name")
+		case r.PathValue("id") != "": // an approval
+			rec.Name, rec.Detail = r.PathValue("id"), r.PathValue("answer")
+		case r.PathValue("name") != "":
+			rec.Name = r.PathValue("name")
 		}
 		if body.Sandbox != "" {
 			rec.Detail = "sandbox " + body.Sandbox

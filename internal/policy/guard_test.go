@@ -83,7 +83,10 @@ func TestGuardAudit(t *testing.T) {
 	if got := call("write", approve); got != "ok" {
 		t.Errorf("approved write: %s", got)
 	}
-	never := func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) { <-ctx.Done(); return nil, ctx.Err() }
+	never := func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if got := call("write", never); !strings.Contains(got, "nobody answered within 1s") {
 		t.Errorf("unanswered write: %s", got)
 	}

@@ -391,11 +391,12 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 	recs := auditRecords(t, file)
 	for _, want := range []map[string]any{
 		{"type": "admin", "action": "server add", "name": "memory"},
-		{"type": "admin", "action": "secret set", "name": "/v1/secrets/mcp:memory:unused"},
+		{"type": "admin", "action": "secret set", "name": "mcp:memory:unused"},
 		{"type": "admin", "action": "sandbox create", "name": "a"},
 		{"type": "admin", "action": "policy set", "name": "no-destructive"},
-		{"type": "admin", "action": "policy rm", "name": "/v1/policies/no-destructive"},
-		{"type": "admin", "action": "approval", "outcome": "ok"},
+		{"type": "admin", "action": "policy rm", "name": "no-destructive"},
+		{"type": "admin", "action": "approval", "detail": "allow", "outcome": "ok"},
+		{"type": "admin", "action": "load", "name": "memory", "detail": "sandbox dyn", "outcome": "error"},
 		{"type": "call", "action": "register", "server": "memory", "decision": "deny", "principal": "dyn"},
 		{"type": "call", "name": "delete_entities", "decision": "deny", "principal": "a"},
 		{"type": "call", "name": "create_entities", "approval": "granted", "outcome": "ok"},
