@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
@@ -129,7 +131,36 @@ func (f *governanceFlags) guard(specs []mcpconfig.Server, logger *slog.Logger) (
 	if set != nil {
 		logger.Info("policies loaded", "file", f.policyFile, "policies", set.Len(), "default", f.policyDefault)
 	}
+	if f.policyFile != "" {
+		f.reloadOnHangup(g, logger)
+	}
 	return g, nil
+}
+
+// reloadOnHangup reads the policy file again on SIGHUP and applies it at
+// once (clients whose lists change hear list_changed); a file that no
+// longer loads is reported and the policies in force stay.
+func (f *governanceFlags) reloadOnHangup(g *policy.Guard, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			set, err := f.load()
+			if err != nil {
+				logger.Error("reloading the policy file failed; the policies in force stay", "err", err)
+				if g.Audit != nil {
+					_ = g.Audit.Write(&audit.Record{Type: "admin", Action: "policy reload", Name: f.policyFile, Outcome: "error", Detail: err.Error()})
+				}
+				continue
+			}
+			g.Engine.Replace(set)
+			logger.Info("policies reloaded", "file", f.policyFile, "policies", set.Len())
+			if g.Audit != nil {
+				_ = g.Audit.Write(&audit.Record{Type: "admin", Action: "policy reload", Name: f.policyFile, Outcome: "ok",
+					Detail: fmt.Sprintf("%d policies", set.Len())})
+			}
+		}
+	}()
 }
 
 // runAudit is `mcp-gateway audit verify FILE...`.

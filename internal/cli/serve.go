@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -221,6 +222,9 @@ func newGateway(g *gatewayFlags, specs []mcpconfig.Server, fromLauncher bool, lo
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	if gw.Guard, err = g.governance.guard(specs, logger); err != nil {
 		return nil, &configError{err}
+	}
+	if pg, ok := gw.Guard.(*policy.Guard); ok {
+		pg.Engine.OnChange(gw.GuardChanged)
 	}
 	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
 	opts := g.attachOptions(environWithout(tokenEnv), guard, logger, serverLog)

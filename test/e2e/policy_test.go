@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +88,8 @@ func TestPolicyServe(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := newGW(t)
-	g.mustLaunch(policyConfig(t), "--policy-file", writePolicy(t, testPolicies), "--policy-default", "deny")
+	policyFile := writePolicy(t, testPolicies)
+	g.mustLaunch(policyConfig(t), "--policy-file", policyFile, "--policy-default", "deny")
 
 	for _, era := range bothEras {
 		t.Run(era, func(t *testing.T) {
@@ -138,6 +140,32 @@ func TestPolicyServe(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(g.auditFile()); strings.Contains(string(b), "top secret") || strings.Contains(string(b), g.token) {
 		t.Fatal("the audit log holds arguments or the token")
+	}
+
+	// SIGHUP reloads the file: a changed list is announced; a broken file
+	// leaves the policies in force.
+	cs, changed := g.connectListChanged(ctx)
+	toolNames(ctx, t, cs)
+	if err := os.WriteFile(policyFile, []byte(testPolicies+"\n@id(\"sum\") permit(principal, action, resource == MCP::Tool::\"everything/get-sum\");\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(g.pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitListChanged(t, changed, "SIGHUP with a new policy")
+	if names := toolNames(ctx, t, cs); !slices.Contains(names, "get-sum") {
+		t.Errorf("after the reload: %v", names)
+	}
+	if err := os.WriteFile(policyFile, []byte("permit(principal, action, resource"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(g.pid, syscall.SIGHUP)
+	waitFor(ctx, t, "the reload failure in the log", func() bool { return strings.Contains(g.log(), "reloading the policy file failed") })
+	if _, err := callErr(ctx, cs, "get-sum", map[string]any{"a": 1, "b": 2}); err != nil {
+		t.Errorf("after a failed reload: %v", err)
+	}
+	if findRecord(auditRecords(t, g.auditFile()), map[string]any{"type": "admin", "action": "policy reload", "outcome": "ok"}) == nil {
+		t.Error("no audit record of the reload")
 	}
 	verifyAudit(t, g.auditFile())
 }
