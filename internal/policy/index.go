@@ -14,9 +14,11 @@ import (
 // concern it cost.
 
 type entry struct {
-	id   cedar.PolicyID
-	p    *cedar.Policy
-	args bool // it may read context.args
+	id     cedar.PolicyID
+	p      *cedar.Policy
+	args   bool // it may read context.args
+	static bool // it reads no context: its result depends on the entities only
+	forbid bool
 }
 
 // policyList is a PolicyIterator over a slice.
@@ -60,7 +62,8 @@ func (x *index) add(id cedar.PolicyID, p *cedar.Policy) {
 	default:
 		actions = []string{""}
 	}
-	e := entry{id, p, strings.Contains(string(p.MarshalCedar()), "args")}
+	text := string(p.MarshalCedar())
+	e := entry{id: id, p: p, args: strings.Contains(text, "args"), static: !strings.Contains(text, "context"), forbid: p.Effect() == cedar.Forbid}
 	for _, act := range actions {
 		switch s := a.Resource.(type) {
 		case xast.ScopeTypeEq:
@@ -104,8 +107,10 @@ type candidateKey struct {
 // candidates are what may match a request on resource by action, whose
 // server (for a tool, prompt or resource) is server.
 type candidates struct {
-	list policyList
-	args bool // one of them may read context.args
+	// Those that read no context (their results are cached per request's
+	// entities, see static), by effect, and the others.
+	staticForbid, staticPermit, dynamic policyList
+	args                                bool // one of the others may read context.args
 }
 
 // candidates returns the policies that may match a request.
@@ -115,7 +120,7 @@ func (s *Set) candidates(action string, resource cedar.EntityUID, server string)
 		return v.(*candidates)
 	}
 	c := &candidates{}
-	l := c.list
+	var l policyList
 	seen := map[cedar.PolicyID]bool{}
 	for _, act := range []string{"", action} {
 		for _, group := range [][]entry{s.index.anyResource[act], s.index.byServer[act][server], s.index.byEntity[act][resource]} {
@@ -131,7 +136,94 @@ func (s *Set) candidates(action string, resource cedar.EntityUID, server string)
 			break
 		}
 	}
-	c.list = l
+	for _, e := range l {
+		switch {
+		case e.static && e.forbid:
+			c.staticForbid = append(c.staticForbid, e)
+		case e.static:
+			c.staticPermit = append(c.staticPermit, e)
+		default:
+			c.dynamic = append(c.dynamic, e)
+			c.args = c.args || e.args
+		}
+	}
 	s.cache.Store(k, c)
 	return c
+}
+
+// staticResult is what the context-free candidates decide for one
+// request's entities.
+type staticResult struct {
+	forbids, permits []cedar.DiagnosticReason
+	errors           []cedar.DiagnosticError
+}
+
+// maxStatic bounds the cached static results of a set (one per principal
+// and item, in practice).
+const maxStatic = 100000
+
+// static evaluates the context-free candidates for the request's
+// entities, once: their result is the same for every call of the item by
+// the principal, whatever its arguments and time.
+func (s *Set) static(r *Request, c *candidates, g *entityGetter, req cedar.Request) *staticResult {
+	key := r.entityKey()
+	if v, ok := s.statics.Load(key); ok {
+		return v.(*staticResult)
+	}
+	res := &staticResult{}
+	if len(c.staticForbid) > 0 {
+		ok, diag := cedar.Authorize(c.staticForbid, g, req)
+		if !ok {
+			res.forbids = diag.Reasons
+		}
+		res.errors = append(res.errors, diag.Errors...)
+	}
+	if len(c.staticPermit) > 0 {
+		ok, diag := cedar.Authorize(c.staticPermit, g, req)
+		if ok {
+			res.permits = diag.Reasons
+		}
+		res.errors = append(res.errors, diag.Errors...)
+	}
+	if s.staticN.Add(1) <= maxStatic {
+		s.statics.Store(key, res)
+	}
+	return res
+}
+
+// entityKey identifies everything the request's entities hold.
+func (r *Request) entityKey() string {
+	var b strings.Builder
+	w := func(parts ...string) {
+		for _, p := range parts {
+			b.WriteString(p)
+			b.WriteByte(0)
+		}
+	}
+	sb := "c"
+	if r.Sandbox {
+		sb = "s"
+	}
+	w(sb, r.Principal, r.Action, string(r.Kind), r.Name)
+	srv := r.Server
+	oauth := "0"
+	if srv.RequiresOAuth {
+		oauth = "1"
+	}
+	w(srv.Name, srv.Type, srv.IdentityURL, oauth, srv.Command)
+	for _, a := range srv.Args {
+		w(a)
+	}
+	b.WriteByte(1)
+	for _, v := range []*bool{r.Annotations.ReadOnly, r.Annotations.Destructive, r.Annotations.Idempotent, r.Annotations.OpenWorld} {
+		switch {
+		case v == nil:
+			b.WriteByte('-')
+		case *v:
+			b.WriteByte('t')
+		default:
+			b.WriteByte('f')
+		}
+	}
+	return b.String()
 }

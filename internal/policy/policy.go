@@ -94,7 +94,9 @@ type Set struct {
 	def      Default
 	approval bool // some permit asks for approval
 	index    index
-	cache    sync.Map // candidates by action and resource: policyList
+	cache    sync.Map // candidates by action and resource: *candidates
+	statics  sync.Map // static results by Request.entityKey: *staticResult
+	staticN  atomic.Int64
 }
 
 // Len is the number of policies.
@@ -390,11 +392,39 @@ func (s *Set) Visible(r *Request) bool {
 }
 
 // authorize evaluates the policies that may match r.
+// Forbid wins; the policies that read no context are decided once per
+// request's entities (see static), the others on each request.
 func (s *Set) authorize(r *Request) (cedar.Decision, cedar.Diagnostic) {
 	pr, res := r.principal(), r.resource()
 	c := s.candidates(r.Action, res, r.Server.Name)
 	g := &entityGetter{r: r, principalUID: pr, resourceUID: res}
-	return cedar.Authorize(c.list, g, r.cedarRequest(pr, res, c.args))
+	var diag cedar.Diagnostic
+	var permits []cedar.DiagnosticReason
+	if len(c.staticForbid)+len(c.staticPermit) > 0 {
+		st := s.static(r, c, g, cedar.Request{Principal: pr, Action: cedar.NewEntityUID(TypeAction, cedar.String(r.Action)), Resource: res})
+		diag.Errors = append(diag.Errors, st.errors...)
+		if len(st.forbids) > 0 {
+			diag.Reasons = st.forbids
+			return cedar.Deny, diag
+		}
+		permits = st.permits
+	}
+	if len(c.dynamic) > 0 {
+		ok, dd := cedar.Authorize(c.dynamic, g, r.cedarRequest(pr, res, c.args))
+		diag.Errors = append(diag.Errors, dd.Errors...)
+		if !ok && len(dd.Reasons) > 0 { // a forbid matched
+			diag.Reasons = dd.Reasons
+			return cedar.Deny, diag
+		}
+		if ok {
+			permits = append(slices.Clone(permits), dd.Reasons...)
+		}
+	}
+	if len(permits) > 0 {
+		diag.Reasons = permits
+		return cedar.Allow, diag
+	}
+	return cedar.Deny, diag
 }
 
 // sortTogether sorts ids (and where alongside) for stable messages.

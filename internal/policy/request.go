@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cedar-policy/cedar-go"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // Server is what policies see of a server (MCP::Server's attributes).
@@ -27,19 +30,26 @@ type Annotations struct {
 	ReadOnly, Destructive, Idempotent, OpenWorld *bool
 }
 
-// ParseAnnotations reads a tool definition's "annotations".
+// ParseAnnotations reads a tool definition's "annotations" (it runs on
+// every call: it reads the four hints without decoding the definition).
 func ParseAnnotations(def json.RawMessage) Annotations {
-	var t struct {
-		Annotations struct {
-			ReadOnly    *bool `json:"readOnlyHint"`
-			Destructive *bool `json:"destructiveHint"`
-			Idempotent  *bool `json:"idempotentHint"`
-			OpenWorld   *bool `json:"openWorldHint"`
-		} `json:"annotations"`
+	ann := wire.Get(def, "annotations")
+	if ann == nil {
+		return Annotations{}
 	}
-	_ = json.Unmarshal(def, &t)
-	return Annotations{t.Annotations.ReadOnly, t.Annotations.Destructive, t.Annotations.Idempotent, t.Annotations.OpenWorld}
+	hint := func(name string) *bool {
+		switch string(wire.Get(ann, name)) {
+		case "true":
+			return &yes
+		case "false":
+			return &no
+		}
+		return nil
+	}
+	return Annotations{hint("readOnlyHint"), hint("destructiveHint"), hint("idempotentHint"), hint("openWorldHint")}
 }
+
+var yes, no = true, false
 
 // Request is one question to the policies.
 type Request struct {
@@ -191,51 +201,166 @@ func (r *Request) serverEntity() cedar.Entity {
 
 // jsonToCedar converts a JSON value: objects to records, arrays to sets,
 // integers to Long, other numbers to decimal (or, beyond its range, a
-// string), null members left out.
+// string), null members left out. It parses the bytes directly: arguments
+// are converted on every call that a policy reading them decides.
 func jsonToCedar(raw json.RawMessage) (cedar.Value, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	p := &jsonParser{b: raw}
+	v, ok := p.value(0)
+	p.space()
+	if !ok || p.i != len(p.b) {
 		return nil, false
 	}
-	return toCedar(v)
+	return v, v != nil
 }
 
-func toCedar(v any) (cedar.Value, bool) {
-	switch v := v.(type) {
-	case nil:
+// maxDepth bounds the nesting of converted arguments.
+const maxDepth = 64
+
+type jsonParser struct {
+	b []byte
+	i int
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// value parses one value; a nil Value with ok is JSON null.
+func (p *jsonParser) value(depth int) (cedar.Value, bool) {
+	p.space()
+	if p.i >= len(p.b) || depth > maxDepth {
 		return nil, false
-	case bool:
-		return cedar.Boolean(v), true
-	case string:
-		return cedar.String(v), true
-	case json.Number:
-		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return cedar.Long(i), true
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		p.i++
+		m := cedar.RecordMap{}
+		p.space()
+		if p.i < len(p.b) && p.b[p.i] == '}' {
+			p.i++
+			return cedar.NewRecord(m), true
 		}
-		if f, err := v.Float64(); err == nil && !math.IsInf(f, 0) && math.Abs(f) < 9e14 {
-			if d, err := cedar.NewDecimalFromFloat(f); err == nil {
-				return d, true
+		for {
+			p.space()
+			k, ok := p.str()
+			if !ok {
+				return nil, false
 			}
-		}
-		return cedar.String(v.String()), true
-	case []any:
-		out := make([]cedar.Value, 0, len(v))
-		for _, e := range v {
-			if c, ok := toCedar(e); ok {
-				out = append(out, c)
+			p.space()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return nil, false
 			}
-		}
-		return cedar.NewSet(out...), true
-	case map[string]any:
-		m := make(cedar.RecordMap, len(v))
-		for k, e := range v {
-			if c, ok := toCedar(e); ok {
-				m[cedar.String(k)] = c
+			p.i++
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
 			}
+			if v != nil {
+				m[cedar.String(k)] = v
+			}
+			p.space()
+			if p.i >= len(p.b) {
+				return nil, false
+			}
+			p.i++
+			switch p.b[p.i-1] {
+			case ',':
+				continue
+			case '}':
+				return cedar.NewRecord(m), true
+			}
+			return nil, false
 		}
-		return cedar.NewRecord(m), true
+	case c == '[':
+		p.i++
+		var vs []cedar.Value
+		p.space()
+		if p.i < len(p.b) && p.b[p.i] == ']' {
+			p.i++
+			return cedar.NewSet(), true
+		}
+		for {
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			if v != nil {
+				vs = append(vs, v)
+			}
+			p.space()
+			if p.i >= len(p.b) {
+				return nil, false
+			}
+			p.i++
+			switch p.b[p.i-1] {
+			case ',':
+				continue
+			case ']':
+				return cedar.NewSet(vs...), true
+			}
+			return nil, false
+		}
+	case c == '"':
+		s, ok := p.str()
+		return cedar.String(s), ok
+	case c == 't' && bytes.HasPrefix(p.b[p.i:], []byte("true")):
+		p.i += 4
+		return cedar.True, true
+	case c == 'f' && bytes.HasPrefix(p.b[p.i:], []byte("false")):
+		p.i += 5
+		return cedar.False, true
+	case c == 'n' && bytes.HasPrefix(p.b[p.i:], []byte("null")):
+		p.i += 4
+		return nil, true
+	case c == '-' || c >= '0' && c <= '9':
+		start := p.i
+		for p.i < len(p.b) && strings.IndexByte("+-0123456789.eE", p.b[p.i]) >= 0 {
+			p.i++
+		}
+		return number(string(p.b[start:p.i]))
 	}
 	return nil, false
+}
+
+// str parses a string, unescaping it when it holds escapes.
+func (p *jsonParser) str() (string, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	start := p.i
+	escaped := false
+	for p.i++; p.i < len(p.b); p.i++ {
+		switch p.b[p.i] {
+		case '\\':
+			escaped = true
+			p.i++
+		case '"':
+			p.i++
+			if !escaped {
+				return string(p.b[start+1 : p.i-1]), true
+			}
+			var s string
+			err := json.Unmarshal(p.b[start:p.i], &s)
+			return s, err == nil
+		}
+	}
+	return "", false
+}
+
+func number(s string) (cedar.Value, bool) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return cedar.Long(i), true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, false
+	}
+	if !math.IsInf(f, 0) && math.Abs(f) < 9e14 {
+		if d, err := cedar.NewDecimalFromFloat(f); err == nil {
+			return d, true
+		}
+	}
+	return cedar.String(s), true
 }
