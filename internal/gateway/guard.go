@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync/atomic"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -62,7 +61,10 @@ type guardedView struct {
 	v       *view
 }
 
-// listView returns the view of kind k the session's client sees.
+// listView returns the view of kind k the session's client sees. When the
+// guard's decisions changed what it shows, the clients hear list_changed:
+// whoever computes the new filtered view first (GuardChanged, or a list
+// request that comes before it) compares it with the one it replaces.
 func (g *Gateway) listView(k *listKind) *view {
 	base := g.Router.view(k)
 	if g.Guard == nil {
@@ -70,11 +72,16 @@ func (g *Gateway) listView(k *listKind) *view {
 	}
 	ver := g.Guard.Version()
 	slot := &g.guarded[k.index]
-	if c := slot.Load(); c != nil && c.base == base && c.version == ver {
-		return c.v
+	old := slot.Load()
+	if old != nil && old.base == base && old.version == ver {
+		return old.v
 	}
 	v := g.filter(base)
-	slot.Store(&guardedView{base: base, version: ver, v: v})
+	// A changed base was announced by the router; a changed guard is announced here.
+	if slot.CompareAndSwap(old, &guardedView{base: base, version: ver, v: v}) &&
+		old != nil && old.base == base && old.version != ver && !v.sameAs(old.v) {
+		g.listChanged(k)
+	}
 	return v
 }
 
@@ -117,26 +124,15 @@ func guardItem(k *listKind, it *item) GuardItem {
 
 // GuardChanged computes the filtered lists again after the guard's
 // decisions changed (a policy was set or removed), and tells the clients
-// of each list that changed.
+// of each list that changed (see listView).
 func (g *Gateway) GuardChanged() {
 	if g.Guard == nil {
 		return
 	}
-	var changed []*listKind
 	for _, k := range kinds {
-		old := g.guarded[k.index].Load()
-		if old == nil {
-			continue // never listed: nobody has seen it
+		if g.guarded[k.index].Load() != nil { // never listed: nobody has seen it
+			g.listView(k)
 		}
-		if v := g.listView(k); !v.sameAs(old.v) {
-			changed = append(changed, k)
-		}
-	}
-	for _, k := range changed {
-		if k == kindTemplates && slices.Contains(changed, kindResources) {
-			continue // one resources/list_changed covers both
-		}
-		g.listChanged(k)
 	}
 }
 

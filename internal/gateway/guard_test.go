@@ -112,8 +112,19 @@ func TestGuardFiltersListsAndRefusesCalls(t *testing.T) {
 	if got := listNames(t, s); !slices.Equal(got, []string{"echo", "b_echo"}) {
 		t.Fatalf("listed %v after the change", got)
 	}
+	// A list request that sees the change before GuardChanged does
+	// announces it all the same, once.
+	guard.set()
+	if got := listNames(t, s); !slices.Equal(got, []string{"echo", "rm", "b_echo"}) {
+		t.Fatalf("listed %v after the second change", got)
+	}
+	g.GuardChanged()
+	if n := len(s.Outbox()); n != 1 {
+		t.Fatalf("%d notifications after a change seen first by a list request, want 1", n)
+	}
+	<-s.Outbox()
 	// A change that alters nothing says nothing.
-	guard.set("tool:a/rm")
+	guard.set()
 	g.GuardChanged()
 	select {
 	case m := <-s.Outbox():
