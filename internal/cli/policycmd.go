@@ -27,8 +27,8 @@ func runPolicy(args []string, stdout, stderr io.Writer) int {
 	return runAdmin("policy", []adminCommand{
 		{
 			name: "set", synopsis: "set FILE [--sandbox NAME] [--name NAME]",
-			text: `Store the Cedar policies of FILE on the host, for every sandbox or for one
-(--sandbox), and apply them at once: lists change (clients hear list_changed)
+			text: `Store a file of Cedar policies on the host and apply it at once.
+For every sandbox, or one (--sandbox): lists change (clients hear list_changed)
 and the next call is decided by them. A document of the same name and scope is
 replaced; the name defaults to FILE's base name without .cedar. The policies
 are checked first: an error names the file, line and column. See docs/policy.md.`,
@@ -111,10 +111,10 @@ are checked first: an error names the file, line and column. See docs/policy.md.
 		},
 		{
 			name: "test", synopsis: "test --sandbox NAME --tool SERVER/TOOL [--args JSON]",
-			text: `Print the decision the policies would make on a call of the tool (its server's
-name and its original name; or a built-in tool's name) by the sandbox, and the
-policies that made it, without calling anything. Exit code 0 whatever the
-decision.`,
+			text: `Print the decision on a call of the tool by the sandbox, calling nothing.
+The tool is named by its server's name and its original name (or a built-in
+tool's name); the policies that made the decision follow it. Exit code 0
+whatever the decision.`,
 			flags: func(fs *flag.FlagSet) {
 				sandboxFlag(fs, "the sandbox that would call")
 				fs.StringVar(&tool, "tool", "", "the tool: `server/tool`, or a built-in tool's name")
