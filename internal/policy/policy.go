@@ -83,12 +83,10 @@ type compiled struct {
 	forbid   bool
 	approval string // @requireApproval's reason; "" when it has none
 	approve  bool
-	text     string
 }
 
 // Set is an immutable, parsed set of policies.
 type Set struct {
-	ps       *cedar.PolicySet
 	byID     map[cedar.PolicyID]*compiled
 	ids      []string // in source order
 	def      Default
@@ -118,7 +116,7 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 	if def == "" {
 		def = DefaultPermit
 	}
-	s := &Set{ps: cedar.NewPolicySet(), byID: map[cedar.PolicyID]*compiled{}, def: def, index: newIndex()}
+	s := &Set{byID: map[cedar.PolicyID]*compiled{}, def: def, index: newIndex()}
 	var errs []error
 	where := map[string]string{}
 	for _, src := range sources {
@@ -138,7 +136,6 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 			c := &compiled{
 				where:  fmt.Sprintf("%s:%d:%d", src.Name, pos.Line, pos.Column),
 				forbid: p.Effect() == cedar.Forbid,
-				text:   string(p.MarshalCedar()),
 			}
 			ann := p.Annotations()
 			c.id = string(ann["id"])
@@ -165,7 +162,6 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 				continue
 			}
 			where[c.id] = c.where
-			s.ps.Add(cedar.PolicyID(c.id), p)
 			s.byID[cedar.PolicyID(c.id)] = c
 			s.index.add(cedar.PolicyID(c.id), p)
 			s.ids = append(s.ids, c.id)
@@ -262,7 +258,7 @@ func NewEngine(set *Set) *Engine {
 	return e
 }
 
-// Set returns the current set (nil when there is none).
+// Current returns the current set (nil when there is none).
 func (e *Engine) Current() *Set { return e.set.Load() }
 
 // Replace makes set the current one and tells the watchers.
