@@ -65,6 +65,7 @@ type options struct {
 	gatewayRev   string
 	baselineBin  string
 	baselineRev  string
+	gatewayArgs  []string
 	out          string
 
 	startupServers         []int
@@ -114,6 +115,7 @@ Flags:
 	fs.StringVar(&o.gatewayRev, "gateway-rev", "", "build the gateway from this git `revision` (git archive) instead of the work tree")
 	fs.StringVar(&o.baselineRev, "baseline-rev", "", "also measure a gateway built from this git `revision` (calls and sessions), side by side in the same rounds: before and after a change")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "also measure this mcp-gateway `binary` as the baseline (see -baseline-rev)")
+	gatewayArgs := fs.String("gateway-args", "", "extra `flags` (space-separated) for the measured gateway, not the baseline: e.g. \"--policy-file=p.cedar --audit-file=a.jsonl\" with a copy of the same binary as -baseline-bin measures what policies and audit cost")
 	fs.StringVar(&o.out, "o", "", "also write the Markdown report to `file`")
 	startup := fs.String("startup-servers", "", "server counts for the launch-to-ready measure (default 1,8,32; -short 1,8)")
 	fs.IntVar(&o.startupReps, "startup-reps", 0, "launches per server count (default 5; -short 1)")
@@ -139,6 +141,7 @@ Flags:
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	o.gatewayArgs = strings.Fields(*gatewayArgs)
 	pick := func(v, full, short int) int {
 		switch {
 		case v > 0:

@@ -359,6 +359,9 @@ func (b *bench) startGatewayBin(bin, config string, wantTools int) (*gatewayProc
 		"--host", "127.0.0.1", "--port", "0", "--token-file", "",
 		"--catalog-file", filepath.Join(b.dir, "no-catalog.json"), "--github-dir", filepath.Join(b.dir, "github"),
 		"--log-level", "info"}
+	if bin == b.gateway {
+		argv = append(argv, b.opts.gatewayArgs...)
+	}
 	env := append(os.Environ(), "GATEWAY_ACCESS_TOKEN="+b.token)
 	var pprofFile string
 	if b.opts.pprof && bin == b.gateway {

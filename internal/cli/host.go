@@ -64,6 +64,8 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	maxResponse := fs.Int("max-response-bytes", 16<<20, "largest message accepted from a server")
 	var hf httpFlags
 	hf.register(fs)
+	var gf governanceFlags
+	gf.registerHost(fs)
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -91,6 +93,11 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		return exitUsage
 	}
 	mode, err := prefixMode(*toolPrefix)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
+		return exitUsage
+	}
+	govOpts, err := gf.hostOptions()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
 		return exitUsage
@@ -137,6 +144,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
 		StartTimeout: *startTimeout,
 		MaxBodyBytes: *maxBody,
+		Governance:   govOpts,
 	})
 	if err != nil {
 		return fail(err)

@@ -40,6 +40,7 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
 	}
+	g.governance.launcherDefaults(fs, *logFile)
 	cfg, err := g.readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)

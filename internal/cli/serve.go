@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -171,6 +172,9 @@ func loadConfig(g *gatewayFlags, cfg []byte) ([]mcpconfig.Server, []mcpconfig.Wa
 	if _, err := prefixMode(g.toolPrefix); err != nil {
 		return nil, nil, &configError{err}
 	}
+	if _, err := g.governance.load(); err != nil {
+		return nil, nil, &configError{err}
+	}
 	return servers, warnings, nil
 }
 
@@ -216,6 +220,12 @@ func newGateway(g *gatewayFlags, specs []mcpconfig.Server, fromLauncher bool, lo
 	mode, _ := prefixMode(g.toolPrefix)
 	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
+	if gw.Guard, err = g.governance.guard(specs, logger); err != nil {
+		return nil, &configError{err}
+	}
+	if pg, ok := gw.Guard.(*policy.Guard); ok {
+		pg.Engine.OnChange(gw.GuardChanged)
+	}
 	guard := &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}
 	opts := g.attachOptions(environWithout(tokenEnv), guard, logger, serverLog)
 	for _, s := range specs {

@@ -27,6 +27,10 @@ type Info struct {
 type Gateway struct {
 	Router *Router
 	Info   Info
+	// Guard decides what the clients may see and call, and records it
+	// (policy, audit); nil: everything is allowed. Set it before serving.
+	Guard   Guard
+	guarded guardCache
 
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
@@ -250,7 +254,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 	case "ping":
 		return emptyResult
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		res, werr := r.view(kindByMethod(m.Method)).page(m.Params)
+		res, werr := s.gw.listView(kindByMethod(m.Method)).page(m.Params)
 		if werr != nil {
 			return errorReply(werr)
 		}
@@ -265,7 +269,9 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		if srv == nil {
 			return errorReply(s.resourceNotFound(uri))
 		}
-		return s.forward(ctx, m, stream, srv, m.Params)
+		return s.guarded(ctx, m, stream, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func(ctx context.Context, stream Stream) Reply {
+			return s.forward(ctx, m, stream, srv, m.Params)
+		})
 	case "resources/subscribe":
 		return s.gw.subscribe(ctx, s, m.Params, m, stream)
 	case "resources/unsubscribe":
@@ -308,6 +314,13 @@ func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream,
 		}
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
 	}
+	return s.guarded(ctx, m, stream, guardItem(k, it), func(ctx context.Context, stream Stream) Reply {
+		return s.callItem(ctx, m, stream, it, name)
+	})
+}
+
+// callItem runs a call of a tool or prompt the guard admitted.
+func (s *Session) callItem(ctx context.Context, m *wire.Message, stream Stream, it *item, name string) Reply {
 	if it.server.builtin != nil {
 		return s.callBuiltin(ctx, m, stream, it)
 	}

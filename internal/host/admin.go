@@ -671,6 +671,9 @@ func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResul
 	if slices.Contains(rec.Servers, server) {
 		return nil, fmt.Errorf("mcp server %q is already loaded in sandbox %q", server, sandboxName)
 	}
+	if err := h.checkRegister(sandboxName, server); err != nil {
+		return nil, err
+	}
 	if err := h.attachServer(sb, server); err != nil {
 		return nil, err
 	}

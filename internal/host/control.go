@@ -133,7 +133,8 @@ func (h *Host) ControlHandler() http.Handler {
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}/servers/{server}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) { return struct{}{}, h.Unload(r.PathValue("server"), r.PathValue("name")) })
 	})
-	return mux
+	h.governanceRoutes(mux)
+	return h.audited(mux)
 }
 
 // apiError is the control API's error body.

@@ -51,6 +51,8 @@ type Options struct {
 	// locked) by the caller, who takes the lock before binding its port;
 	// nil: Open opens Dir's. The Host closes it.
 	Store *registry.Store
+	// Governance configures policies, approvals and the audit log.
+	Governance GovernanceOptions
 	// Fetch reads a metadata URL (a registry entry, server.json or
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
@@ -65,6 +67,8 @@ type Host struct {
 	store   *registry.Store
 	secrets *secrets.Store
 	front   *front.Handler
+	// gov holds the policies, the approval queue and the audit log.
+	gov *governance
 	// privateGuard is the address policy of the servers registered with
 	// --allow-private-address.
 	privateGuard *netguard.Policy
@@ -129,9 +133,15 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		store.Close()
 		return nil, err
 	}
-	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
+	gov, err := openGovernance(opts.Dir, opts.Governance, opts.Attach.Logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st, gov: gov,
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
+	h.snapshotServers()
 	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes}
 
 	var wg sync.WaitGroup
@@ -172,7 +182,7 @@ func (h *Host) Close() error {
 			errs = append(errs, sb.gw.Router.Close())
 		}
 		h.tokens.Store(&map[string]*sandbox{})
-		errs = append(errs, h.store.Close())
+		errs = append(errs, h.store.Close(), h.gov.close())
 		h.closeErr = errors.Join(errs...)
 	})
 	return h.closeErr
@@ -277,6 +287,7 @@ func (h *Host) health() any {
 func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
+	sb.gw.Guard = h.guardFor(sb)
 	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}

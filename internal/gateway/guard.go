@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// Guard decides what a gateway's client may see and call (policy) and
+// records what it calls (audit). The gateway consults it at one place per
+// list request and one per call; nil lets everything through.
+type Guard interface {
+	// Visible reports whether an item of a merged list is shown.
+	Visible(it GuardItem) bool
+	// Version changes whenever Visible's answers may change, so the
+	// filtered lists are computed again only then.
+	Version() uint64
+	// Admit decides a call before it runs. A non-nil error refuses it
+	// (the client gets that error); otherwise done is called with the
+	// call's reply once it is over. It may wait (approval by a person).
+	Admit(ctx context.Context, c *GuardCall) (done func(Reply), werr *wire.Error)
+}
+
+// Kinds of GuardItem.
+const (
+	GuardTool     = "tool"
+	GuardPrompt   = "prompt"
+	GuardResource = "resource"
+	GuardTemplate = "template"
+	GuardBuiltin  = "builtin" // one of the gateway's own tools
+)
+
+// GuardItem is a tool, prompt, resource or built-in tool as the guard sees
+// it: by its server and its original name, never the exposed one.
+type GuardItem struct {
+	Kind   string
+	Server string          // the server's name ("" for a built-in tool)
+	Name   string          // the original name; a resource's URI
+	Def    json.RawMessage // its definition as listed (annotations); nil for a read of an unlisted URI
+}
+
+// GuardCall is one call the guard decides.
+type GuardCall struct {
+	GuardItem
+	Method     string
+	Arguments  json.RawMessage // a tool's arguments or a prompt's; nil otherwise
+	ClientInfo json.RawMessage
+	Modern     bool // a 2026-07-28 request
+	// Elicit asks the client a form elicitation (elicitation/create's
+	// params) and returns its result; nil when the client cannot be asked.
+	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// guardedView is a view filtered by the guard, for one base view and
+// guard version.
+type guardedView struct {
+	base    *view
+	version uint64
+	v       *view
+}
+
+// listView returns the view of kind k the session's client sees. When the
+// guard's decisions changed what it shows, the clients hear list_changed:
+// whoever computes the new filtered view first (GuardChanged, or a list
+// request that comes before it) compares it with the one it replaces.
+func (g *Gateway) listView(k *listKind) *view {
+	base := g.Router.view(k)
+	if g.Guard == nil {
+		return base
+	}
+	ver := g.Guard.Version()
+	slot := &g.guarded[k.index]
+	old := slot.Load()
+	if old != nil && old.base == base && old.version == ver {
+		return old.v
+	}
+	v := g.filter(base)
+	// A changed base was announced by the router; a changed guard is announced here.
+	if slot.CompareAndSwap(old, &guardedView{base: base, version: ver, v: v}) &&
+		old != nil && old.base == base && old.version != ver && !v.sameAs(old.v) {
+		g.listChanged(k)
+	}
+	return v
+}
+
+// filter returns base less what the guard hides.
+func (g *Gateway) filter(base *view) *view {
+	var kept []*item
+	for _, it := range base.items {
+		if g.Guard.Visible(guardItem(base.kind, it)) {
+			kept = append(kept, it)
+		}
+	}
+	if len(kept) == len(base.items) {
+		return base
+	}
+	v := &view{kind: base.kind, byKey: make(map[string]*item, len(kept)), items: kept, pageSize: base.pageSize}
+	for _, it := range kept {
+		name, _ := wire.GetString(it.def, base.kind.key)
+		v.byKey[name] = it
+	}
+	v.pages = encodePages(kept, base.kind.field, base.pageSize)
+	return v
+}
+
+func guardItem(k *listKind, it *item) GuardItem {
+	gi := GuardItem{Server: it.server.name, Name: it.original, Def: it.def}
+	switch {
+	case it.server.builtin != nil:
+		gi.Kind, gi.Server = GuardBuiltin, ""
+	case k == kindTools:
+		gi.Kind = GuardTool
+	case k == kindPrompts:
+		gi.Kind = GuardPrompt
+	case k == kindTemplates:
+		gi.Kind = GuardTemplate
+	default:
+		gi.Kind = GuardResource
+	}
+	return gi
+}
+
+// GuardChanged computes the filtered lists again after the guard's
+// decisions changed (a policy was set or removed), and tells the clients
+// of each list that changed (see listView).
+func (g *Gateway) GuardChanged() {
+	if g.Guard == nil {
+		return
+	}
+	for _, k := range kinds {
+		if g.guarded[k.index].Load() != nil { // never listed: nobody has seen it
+			g.listView(k)
+		}
+	}
+}
+
+// guarded runs a call through the guard: refused, or run and reported.
+func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, run func(context.Context, Stream) Reply) Reply {
+	guard := s.gw.Guard
+	if guard == nil {
+		return run(ctx, stream)
+	}
+	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Modern: s.modern}
+	if m.Method == "tools/call" || m.Method == "prompts/get" {
+		c.Arguments = wire.Get(m.Params, "arguments")
+	}
+	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
+	if s.modern && canElicit && mayAsk(guard) {
+		return s.guardedModern(ctx, m, stream, c, run)
+	}
+	if !s.modern && canElicit {
+		c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			res, werr := s.request(ctx, stream, "elicitation/create", params)
+			if werr != nil {
+				return nil, werr
+			}
+			return res, nil
+		}
+	}
+	done, werr := guard.Admit(ctx, c)
+	if werr != nil {
+		return errorReply(werr)
+	}
+	reply := run(ctx, stream)
+	if done != nil {
+		done(reply)
+	}
+	return reply
+}
+
+// mayAsk reports whether a guard may ask the client during Admit (it has
+// an approval rule); a guard that does not say is taken to.
+func mayAsk(g Guard) bool {
+	if a, ok := g.(interface{ MayAsk() bool }); ok {
+		return a.MayAsk()
+	}
+	return true
+}
+
+// guardedModern admits and runs a 2026-07-28 client's call in the
+// background, so the guard can ask the client (approval by elicitation):
+// its question goes back as an input-required result, and the client's
+// retry with the answer continues the call, as with a server's own
+// questions (see forwardModern).
+func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, run func(context.Context, Stream) Reply) Reply {
+	g := s.gw
+	events := make(chan modernEvent, 4)
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
+	sw := &switchStream{cur: stream}
+	c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		in := &inputRequest{key: g.newID("input-"), method: "elicitation/create", params: params, answer: make(chan *wire.Message, 1)}
+		select {
+		case events <- modernEvent{input: in}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		select {
+		case resp := <-in.answer:
+			if resp.Error != nil {
+				return nil, wire.DecodeError(resp.Error)
+			}
+			return resp.Result, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	go func() {
+		defer cancel()
+		var reply Reply
+		done, werr := g.Guard.Admit(callCtx, c)
+		if werr != nil {
+			reply = errorReply(werr)
+		} else {
+			reply = run(callCtx, sw)
+			if done != nil {
+				done(reply)
+			}
+		}
+		select { // nobody may be waiting any more: never block
+		case events <- modernEvent{reply: reply}:
+		default:
+		}
+	}()
+	w := &inputWait{method: m.Method, name: c.Name, events: events, stream: sw, cancel: cancel}
+	if name, ok := wire.GetString(m.Params, "name"); ok {
+		w.name = name
+	}
+	return g.await(ctx, w, cancel)
+}
+
+// guardCache is embedded in Gateway: the filtered views, by kind.
+type guardCache = [4]atomic.Pointer[guardedView]

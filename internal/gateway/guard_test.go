@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// denyGuard hides and refuses the items it names ("server/name"),
+// counting how often it is asked.
+type denyGuard struct {
+	mu       sync.Mutex
+	denied   map[string]bool
+	version  atomic.Uint64
+	visible  atomic.Int64
+	admitted []GuardCall
+	outcomes []Reply
+}
+
+func (d *denyGuard) key(it GuardItem) string { return it.Kind + ":" + it.Server + "/" + it.Name }
+
+func (d *denyGuard) Visible(it GuardItem) bool {
+	d.visible.Add(1)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.denied[d.key(it)]
+}
+
+func (d *denyGuard) Version() uint64 { return d.version.Load() }
+
+func (d *denyGuard) Admit(_ context.Context, c *GuardCall) (func(Reply), *wire.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.admitted = append(d.admitted, *c)
+	if d.denied[d.key(c.GuardItem)] {
+		return nil, wire.Errorf(-32003, "denied by test policy")
+	}
+	return func(r Reply) {
+		d.mu.Lock()
+		d.outcomes = append(d.outcomes, r)
+		d.mu.Unlock()
+	}, nil
+}
+
+func (d *denyGuard) set(keys ...string) {
+	d.mu.Lock()
+	d.denied = map[string]bool{}
+	for _, k := range keys {
+		d.denied[k] = true
+	}
+	d.mu.Unlock()
+	d.version.Add(1)
+}
+
+func listNames(t *testing.T, s *Session) []string {
+	t.Helper()
+	reply := s.Handle(context.Background(), msg("1", "tools/list", `{}`), nil)
+	var res struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(reply.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	return names(res.Tools)
+}
+
+func TestGuardFiltersListsAndRefusesCalls(t *testing.T) {
+	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo"), tool("rm")}}}
+	b := &scripted{fakeUpstream: fakeUpstream{name: "b", tools: []string{tool("echo")}}}
+	g := gatewayWith(t, RouterOptions{}, a, b)
+	guard := &denyGuard{}
+	guard.set("tool:b/echo") // by server and original name, not the exposed b_echo
+	g.Guard = guard
+	s := sessionWith(t, g, `{}`)
+
+	if got := listNames(t, s); !slices.Equal(got, []string{"echo", "rm"}) {
+		t.Fatalf("listed %v", got)
+	}
+	asked := guard.visible.Load()
+	listNames(t, s)
+	if guard.visible.Load() != asked {
+		t.Error("an unchanged list was filtered again: the filtered list must be cached")
+	}
+	reply := s.Handle(context.Background(), msg("2", "tools/call", `{"name":"b_echo","arguments":{"x":1}}`), nil)
+	if reply.Error == nil || !strings.Contains(string(reply.Error), "denied by test policy") || len(b.requests()) != 0 {
+		t.Fatalf("a denied call: %s; b saw %v", reply.Error, b.requests())
+	}
+	reply = s.Handle(context.Background(), msg("3", "tools/call", `{"name":"echo","arguments":{"x":1}}`), nil)
+	if reply.Error != nil || len(guard.outcomes) != 1 {
+		t.Fatalf("an allowed call: %s, outcomes %d", reply.Error, len(guard.outcomes))
+	}
+	last := guard.admitted[len(guard.admitted)-1]
+	if last.Server != "a" || last.Name != "echo" || string(last.Arguments) != `{"x":1}` || last.Kind != GuardTool {
+		t.Errorf("the guard saw %+v", last)
+	}
+
+	// A change of decisions re-filters and tells the client.
+	guard.set("tool:a/rm")
+	g.GuardChanged()
+	select {
+	case m := <-s.Outbox():
+		if !strings.Contains(string(m), "notifications/tools/list_changed") {
+			t.Errorf("sent %s", m)
+		}
+	default:
+		t.Fatal("no list_changed after the guard changed")
+	}
+	if got := listNames(t, s); !slices.Equal(got, []string{"echo", "b_echo"}) {
+		t.Fatalf("listed %v after the change", got)
+	}
+	// A list request that sees the change before GuardChanged does
+	// announces it all the same, once.
+	guard.set()
+	if got := listNames(t, s); !slices.Equal(got, []string{"echo", "rm", "b_echo"}) {
+		t.Fatalf("listed %v after the second change", got)
+	}
+	g.GuardChanged()
+	if n := len(s.Outbox()); n != 1 {
+		t.Fatalf("%d notifications after a change seen first by a list request, want 1", n)
+	}
+	<-s.Outbox()
+	// A change that alters nothing says nothing.
+	guard.set()
+	g.GuardChanged()
+	select {
+	case m := <-s.Outbox():
+		t.Errorf("sent %s though the list did not change", m)
+	default:
+	}
+}

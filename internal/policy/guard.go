@@ -1,0 +1,267 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/audit"
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// CodeDenied is the JSON-RPC error code of a call a policy refused.
+const CodeDenied = -32003
+
+// DefaultApprovalTimeout is how long a call waits for a person's approval.
+const DefaultApprovalTimeout = 5 * time.Minute
+
+// Guard is the gateway's Guard for one principal: it filters lists and
+// decides calls with the engine's policies, asks for approval, and writes
+// the audit log.
+type Guard struct {
+	Engine *Engine
+	// Principal names who calls: the sandbox (Sandbox true) or the client.
+	Principal string
+	Sandbox   bool
+	// Servers describes a server by name for the policies; nil: its name only.
+	Servers func(name string) Server
+	// Audit receives a record per call; nil: none.
+	Audit *audit.Log
+	// Approvals is the queue a call needing approval waits in when its
+	// client cannot be asked by elicitation; nil: such a call is denied.
+	Approvals Approver
+	// ApprovalTimeout bounds the wait for an answer; 0: 5 minutes.
+	ApprovalTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+var _ gateway.Guard = (*Guard)(nil)
+
+// MayAsk reports whether a call may need approval: some permit has
+// @requireApproval.
+func (g *Guard) MayAsk() bool {
+	set := g.Engine.Current()
+	return set != nil && set.approval
+}
+
+// Version changes whenever the policies change.
+func (g *Guard) Version() uint64 { return g.Engine.Version() }
+
+func (g *Guard) server(name string) Server {
+	if g.Servers != nil && name != "" {
+		if s := g.Servers(name); s.Name != "" {
+			return s
+		}
+	}
+	return Server{Name: name}
+}
+
+// request makes the policy request of an item.
+func (g *Guard) request(it gateway.GuardItem) *Request {
+	r := &Request{Principal: g.Principal, Sandbox: g.Sandbox, Server: g.server(it.Server), Name: it.Name}
+	switch it.Kind {
+	case gateway.GuardTool:
+		r.Action, r.Kind = ActionInvokeTool, TypeTool
+		r.Annotations = ParseAnnotations(it.Def)
+	case gateway.GuardPrompt:
+		r.Action, r.Kind = ActionGetPrompt, TypePrompt
+	case gateway.GuardBuiltin:
+		r.Action, r.Kind = ActionInvokePrimordial, TypePrimordial
+	default:
+		r.Action, r.Kind = ActionReadResource, TypeResource
+	}
+	return r
+}
+
+// Visible reports whether the item is listed.
+func (g *Guard) Visible(it gateway.GuardItem) bool {
+	set := g.Engine.Current()
+	if set == nil {
+		return true
+	}
+	return set.Visible(g.request(it))
+}
+
+// Admit decides a call: refused with an error naming the policy, held for
+// approval, or let through; every outcome is audited.
+func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.Reply), *wire.Error) {
+	set := g.Engine.Current()
+	if set == nil && g.Audit == nil {
+		return nil, nil
+	}
+	began := time.Now()
+	req := g.request(c.GuardItem)
+	args := c.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	req.Args, req.Time = args, began
+	d := set.Decide(req)
+	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
+		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
+	if set != nil {
+		rec.Decision = "deny"
+		if d.Allow {
+			rec.Decision = "allow"
+		}
+	}
+	if g.Audit != nil && c.Arguments != nil {
+		if g.Audit.Arguments() {
+			rec.Args = c.Arguments
+		} else {
+			rec.ArgsSHA256 = audit.HashArguments(c.Arguments)
+		}
+	}
+	for _, e := range d.Errors {
+		g.logger().Warn("a policy could not be evaluated and was skipped", "err", e, "server", c.Server, "name", c.Name)
+	}
+	subject := c.Name
+	if c.Server != "" && c.Kind != gateway.GuardResource {
+		subject = c.Server + "/" + c.Name
+	}
+	if !d.Allow {
+		rec.Outcome = "denied"
+		g.write(rec)
+		return nil, denied(c.Method, subject, d.Reason(), d)
+	}
+	if d.Approval != "" {
+		outcome, by, why := g.approve(ctx, c, subject, d)
+		rec.Approval, rec.ApprovedBy = outcome, by
+		if outcome != "granted" {
+			rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
+			g.write(rec)
+			return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
+		}
+	}
+	if g.Audit == nil {
+		return nil, nil
+	}
+	return func(reply gateway.Reply) {
+		ms := float64(time.Since(began).Microseconds()) / 1000
+		rec.DurationMS = &ms
+		rec.Outcome, rec.ErrorClass = outcome(reply)
+		g.write(rec)
+	}, nil
+}
+
+func denied(method, subject, why string, d Decision) *wire.Error {
+	data, _ := json.Marshal(map[string]any{"policies": d.Policies, "where": d.Where})
+	return &wire.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gateway policy: %s of %s is denied: %s", method, subject, why), Data: data}
+}
+
+func (g *Guard) write(rec *audit.Record) {
+	if err := g.Audit.Write(rec); err != nil {
+		g.logger().Error("writing the audit log failed", "err", err)
+	}
+}
+
+func (g *Guard) logger() *slog.Logger {
+	if g.Logger != nil {
+		return g.Logger
+	}
+	return slog.Default()
+}
+
+// outcome classifies a reply for the audit log.
+func outcome(r gateway.Reply) (string, string) {
+	if r.Error != nil {
+		return "error", fmt.Sprintf("jsonrpc %s", wire.Get(r.Error, "code"))
+	}
+	if string(wire.Get(r.Result, "isError")) == "true" {
+		return "tool_error", ""
+	}
+	return "ok", ""
+}
+
+func clientName(info json.RawMessage) string {
+	name, _ := wire.GetString(info, "name")
+	if v, _ := wire.GetString(info, "version"); v != "" {
+		name += "/" + v
+	}
+	return name
+}
+
+// approve asks a person: the client by form elicitation when it can be
+// asked, else the approval queue. It returns "granted", "denied" or
+// "timeout", who answered, and why a call was not approved.
+func (g *Guard) approve(ctx context.Context, c *gateway.GuardCall, subject string, d Decision) (outcome, by, why string) {
+	timeout := g.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := c.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	a := &ApprovalRequest{Principal: g.Principal, Server: c.Server, Name: c.Name, Method: c.Method,
+		Arguments: args, Reason: d.Approval, Policies: d.Policies}
+	var (
+		ok  bool
+		err error
+	)
+	switch {
+	case c.Elicit != nil:
+		by = "client"
+		ok, err = elicit(ctx, c.Elicit, a, subject)
+	case g.Approvals != nil:
+		ok, by, err = g.Approvals.Ask(ctx, a)
+	default:
+		g.logger().Warn("a call needs approval but nobody can be asked: its client declared no elicitation and there is no approval queue", "call", subject)
+		return "denied", "", "the client cannot be asked (it declared no elicitation capability) and only the host daemon has an approval queue"
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timeout", by, fmt.Sprintf("nobody answered within %s (--approval-timeout)", timeout)
+	case err != nil:
+		g.logger().Warn("asking for approval failed", "call", subject, "err", err)
+		return "denied", by, "asking for approval failed: " + err.Error()
+	case ok:
+		return "granted", by, ""
+	}
+	return "denied", by, "approval was denied"
+}
+
+// elicit asks the client with a form elicitation.
+func elicit(ctx context.Context, ask func(context.Context, json.RawMessage) (json.RawMessage, error), a *ApprovalRequest, subject string) (bool, error) {
+	msg := fmt.Sprintf("Approve %s of %s?\nReason: %s\nArguments: %s", a.Method, subject, a.Reason, a.Arguments)
+	params, _ := json.Marshal(map[string]any{
+		"message": msg,
+		"requestedSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Let this call run"},
+			},
+			"required": []string{"approve"},
+		},
+	})
+	res, err := ask(ctx, params)
+	if err != nil {
+		return false, err
+	}
+	action, _ := wire.GetString(res, "action")
+	approve := string(wire.Get(wire.Get(res, "content"), "approve"))
+	return action == "accept" && approve == "true", nil
+}
+
+// ServerFromConfig describes a configured server for the policies.
+func ServerFromConfig(s mcpconfig.Server) Server {
+	out := Server{Name: s.Name, Type: "local-stdio"}
+	if s.Kind == mcpconfig.KindRemote {
+		out.Type, out.IdentityURL = "remote", s.URL
+		if s.Transport != "" {
+			out.Type = "remote-" + s.Transport
+		}
+		return out
+	}
+	if len(s.Command) > 0 {
+		out.Command, out.Args = s.Command[0], s.Command[1:]
+	}
+	return out
+}

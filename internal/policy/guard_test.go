@@ -1,0 +1,115 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/audit"
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+)
+
+func TestQueue(t *testing.T) {
+	var answers []string
+	q := &Queue{OnAnswer: func(a *ApprovalRequest, outcome, by string) { answers = append(answers, a.Name+":"+outcome+":"+by) }}
+	for _, allow := range []bool{true, false} {
+		got := make(chan bool, 1)
+		go func() {
+			ok, _, _ := q.Ask(context.Background(), &ApprovalRequest{Name: "t", Reason: "r"})
+			got <- ok
+		}()
+		var id string
+		for id == "" {
+			if l := q.List(); len(l) == 1 {
+				id = l[0].ID
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := q.Answer(id, allow, "me"); err != nil {
+			t.Fatal(err)
+		}
+		if <-got != allow {
+			t.Fatalf("answered %v, the call got the other", allow)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, _, err := q.Ask(ctx, &ApprovalRequest{Name: "late"}); ok || err == nil {
+		t.Fatal("an ended wait must deny")
+	}
+	if err := q.Answer("99", true, "me"); err == nil {
+		t.Fatal("answering an unknown id must fail")
+	}
+	if strings.Join(answers, ",") != "t:granted:me,t:denied:me,late:timeout:" {
+		t.Fatalf("answers %v", answers)
+	}
+}
+
+func TestGuardAudit(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-rm") forbid(principal, action, resource == MCP::Tool::"fs/rm");
+@id("ask") @requireApproval("check it") permit(principal, action, resource == MCP::Tool::"fs/write");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(set), Principal: "default", Audit: l, ApprovalTimeout: time.Second}
+	call := func(name string, elicit func(context.Context, json.RawMessage) (json.RawMessage, error)) string {
+		c := &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: name}, Method: "tools/call",
+			Arguments: json.RawMessage(`{"path":"/tmp/x","token":"hunter2"}`), Elicit: elicit}
+		done, werr := g.Admit(context.Background(), c)
+		if werr != nil {
+			return werr.Message
+		}
+		done(gateway.Reply{Result: json.RawMessage(`{"content":[],"isError":true}`)})
+		return "ok"
+	}
+	if got := call("rm", nil); !strings.Contains(got, `forbidden by policy "no-rm" (p.cedar:1:1)`) {
+		t.Errorf("rm: %s", got)
+	}
+	if got := call("write", nil); !strings.Contains(got, "cannot be asked") {
+		t.Errorf("write without elicitation: %s", got)
+	}
+	approve := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"accept","content":{"approve":true}}`), nil
+	}
+	if got := call("write", approve); got != "ok" {
+		t.Errorf("approved write: %s", got)
+	}
+	never := func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if got := call("write", never); !strings.Contains(got, "nobody answered within 1s") {
+		t.Errorf("unanswered write: %s", got)
+	}
+	if got := call("read", nil); got != "ok" {
+		t.Errorf("read: %s", got)
+	}
+	l.Close()
+	res, err := audit.Verify(path)
+	if err != nil || len(res.Problems) > 0 || res.Records != 5 {
+		t.Fatalf("%d records, %v %v", res.Records, res.Problems, err)
+	}
+	b, _ := readFile(path)
+	for _, want := range []string{`"outcome":"denied"`, `"approval":"granted"`, `"approval":"timeout"`, `"outcome":"tool_error"`, `"argsSha256":"`} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(b, "hunter2") {
+		t.Error("arguments in full without --audit-arguments")
+	}
+}
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

@@ -1,0 +1,229 @@
+package policy
+
+import (
+	"iter"
+	"strings"
+
+	"github.com/cedar-policy/cedar-go"
+	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
+)
+
+// The policies that can match a request are found by its action and its
+// resource, so a decision evaluates those, not every policy: with many
+// policies each naming a server or a tool, a call costs what the few that
+// concern it cost.
+
+type entry struct {
+	id     cedar.PolicyID
+	p      *cedar.Policy
+	args   bool // it may read context.args
+	static bool // it reads no context: its result depends on the entities only
+	forbid bool
+}
+
+// policyList is a PolicyIterator over a slice.
+type policyList []entry
+
+func (l policyList) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
+	return func(yield func(cedar.PolicyID, *cedar.Policy) bool) {
+		for _, e := range l {
+			if !yield(e.id, e.p) {
+				return
+			}
+		}
+	}
+}
+
+// index files each policy by the actions its scope allows ("" for any)
+// and by what its resource scope names: nothing (any resource, or a type),
+// a server (resource in MCP::Server::"x"), or one entity (resource == ...).
+type index struct {
+	anyResource map[string][]entry                     // by action
+	byServer    map[string]map[string][]entry          // action → server name
+	byEntity    map[string]map[cedar.EntityUID][]entry // action → resource
+}
+
+func newIndex() index {
+	return index{anyResource: map[string][]entry{}, byServer: map[string]map[string][]entry{}, byEntity: map[string]map[cedar.EntityUID][]entry{}}
+}
+
+func (x *index) add(id cedar.PolicyID, p *cedar.Policy) {
+	a := (*xast.Policy)(p.AST())
+	var actions []string
+	switch s := a.Action.(type) {
+	case xast.ScopeTypeEq:
+		actions = []string{string(s.Entity.ID)}
+	case xast.ScopeTypeIn:
+		actions = []string{string(s.Entity.ID)}
+	case xast.ScopeTypeInSet:
+		for _, e := range s.Entities {
+			actions = append(actions, string(e.ID))
+		}
+	default:
+		actions = []string{""}
+	}
+	text := string(p.MarshalCedar())
+	e := entry{id: id, p: p, args: strings.Contains(text, "args"), static: !strings.Contains(text, "context"), forbid: p.Effect() == cedar.Forbid}
+	for _, act := range actions {
+		switch s := a.Resource.(type) {
+		case xast.ScopeTypeEq:
+			x.entity(act, s.Entity, e)
+		case xast.ScopeTypeIn:
+			if s.Entity.Type == TypeServer {
+				x.server(act, string(s.Entity.ID), e)
+			}
+			x.entity(act, s.Entity, e) // `in` includes the entity itself
+		case xast.ScopeTypeIsIn:
+			if s.Entity.Type == TypeServer {
+				x.server(act, string(s.Entity.ID), e)
+			}
+			x.entity(act, s.Entity, e)
+		default:
+			x.anyResource[act] = append(x.anyResource[act], e)
+		}
+	}
+}
+
+func (x *index) server(act, name string, e entry) {
+	if x.byServer[act] == nil {
+		x.byServer[act] = map[string][]entry{}
+	}
+	x.byServer[act][name] = append(x.byServer[act][name], e)
+}
+
+func (x *index) entity(act string, uid cedar.EntityUID, e entry) {
+	if x.byEntity[act] == nil {
+		x.byEntity[act] = map[cedar.EntityUID][]entry{}
+	}
+	x.byEntity[act][uid] = append(x.byEntity[act][uid], e)
+}
+
+type candidateKey struct {
+	action   string
+	resource cedar.EntityUID
+	server   string
+}
+
+// candidates are what may match a request on resource by action, whose
+// server (for a tool, prompt or resource) is server.
+type candidates struct {
+	// Those that read no context (their results are cached per request's
+	// entities, see static), by effect, and the others.
+	staticForbid, staticPermit, dynamic policyList
+	args                                bool // one of the others may read context.args
+}
+
+// candidates returns the policies that may match a request.
+func (s *Set) candidates(action string, resource cedar.EntityUID, server string) *candidates {
+	k := candidateKey{action, resource, server}
+	if v, ok := s.cache.Load(k); ok {
+		return v.(*candidates)
+	}
+	c := &candidates{}
+	var l policyList
+	seen := map[cedar.PolicyID]bool{}
+	for _, act := range []string{"", action} {
+		for _, group := range [][]entry{s.index.anyResource[act], s.index.byServer[act][server], s.index.byEntity[act][resource]} {
+			for _, e := range group {
+				if !seen[e.id] {
+					seen[e.id] = true
+					l = append(l, e)
+					c.args = c.args || e.args
+				}
+			}
+		}
+		if action == "" {
+			break
+		}
+	}
+	for _, e := range l {
+		switch {
+		case e.static && e.forbid:
+			c.staticForbid = append(c.staticForbid, e)
+		case e.static:
+			c.staticPermit = append(c.staticPermit, e)
+		default:
+			c.dynamic = append(c.dynamic, e)
+			c.args = c.args || e.args
+		}
+	}
+	s.cache.Store(k, c)
+	return c
+}
+
+// staticResult is what the context-free candidates decide for one
+// request's entities.
+type staticResult struct {
+	forbids, permits []cedar.DiagnosticReason
+	errors           []cedar.DiagnosticError
+}
+
+// maxStatic bounds the cached static results of a set (one per principal
+// and item, in practice).
+const maxStatic = 100000
+
+// static evaluates the context-free candidates for the request's
+// entities, once: their result is the same for every call of the item by
+// the principal, whatever its arguments and time.
+func (s *Set) static(r *Request, c *candidates, g *entityGetter, req cedar.Request) *staticResult {
+	key := r.entityKey()
+	if v, ok := s.statics.Load(key); ok {
+		return v.(*staticResult)
+	}
+	res := &staticResult{}
+	if len(c.staticForbid) > 0 {
+		ok, diag := cedar.Authorize(c.staticForbid, g, req)
+		if !ok {
+			res.forbids = diag.Reasons
+		}
+		res.errors = append(res.errors, diag.Errors...)
+	}
+	if len(c.staticPermit) > 0 {
+		ok, diag := cedar.Authorize(c.staticPermit, g, req)
+		if ok {
+			res.permits = diag.Reasons
+		}
+		res.errors = append(res.errors, diag.Errors...)
+	}
+	if s.staticN.Add(1) <= maxStatic {
+		s.statics.Store(key, res)
+	}
+	return res
+}
+
+// entityKey identifies everything the request's entities hold.
+func (r *Request) entityKey() string {
+	var b strings.Builder
+	w := func(parts ...string) {
+		for _, p := range parts {
+			b.WriteString(p)
+			b.WriteByte(0)
+		}
+	}
+	sb := "c"
+	if r.Sandbox {
+		sb = "s"
+	}
+	w(sb, r.Principal, r.Action, string(r.Kind), r.Name)
+	srv := r.Server
+	oauth := "0"
+	if srv.RequiresOAuth {
+		oauth = "1"
+	}
+	w(srv.Name, srv.Type, srv.IdentityURL, oauth, srv.Command)
+	for _, a := range srv.Args {
+		w(a)
+	}
+	b.WriteByte(1)
+	for _, v := range []*bool{r.Annotations.ReadOnly, r.Annotations.Destructive, r.Annotations.Idempotent, r.Annotations.OpenWorld} {
+		switch {
+		case v == nil:
+			b.WriteByte('-')
+		case *v:
+			b.WriteByte('t')
+		default:
+			b.WriteByte('f')
+		}
+	}
+	return b.String()
+}
