@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/github"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
@@ -42,6 +45,10 @@ type Options struct {
 	GitHubDir, GitHubURL string
 	// ClientInfo is the gateway's clientInfo in its initialize requests.
 	ClientInfo json.RawMessage
+	// TokenStore keeps the OAuth tokens of remote servers a person
+	// authorized (host mode); nil in a sandbox, where only the headless
+	// client_credentials grant works.
+	TokenStore oauth.Store
 }
 
 // SharedClientCapabilities are offered to a server every client shares:
@@ -139,6 +146,11 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	base := upstream.HTTPOptions{
 		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: o.Guard, Logger: o.Logger,
 		ClientInfo: o.ClientInfo,
+	}
+	if s.OAuth != nil {
+		// One OAuth client for the server, shared by its sessions; its
+		// requests to the authorization server dial through the same guard.
+		base.Auth = oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
 	}
 	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
 		opts := base

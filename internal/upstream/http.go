@@ -121,6 +121,10 @@ type HTTPOptions struct {
 	// do, then holds no long-lived connection, no goroutine for it and no
 	// stream on the server.
 	ListenAtStart bool
+	// Auth, when set, is the server's OAuth client: it gives the token of
+	// every request and handles a 401 (see Authorizer). Headers should then
+	// hold no Authorization.
+	Auth Authorizer
 }
 
 // HTTP is a remote MCP server reached over streamable HTTP or the legacy
@@ -596,5 +600,8 @@ func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage
 
 // send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
+	if h.opts.Auth != nil {
+		return h.sendAuthorized(req)
+	}
 	return h.client.Do(req)
 }

@@ -767,7 +767,8 @@ func (s *session) credentialsError(resp *http.Response) error {
 
 func (s *session) transportError(what string, err error) error {
 	err = netError(err)
-	if isContextError(err) {
+	var ae *authError
+	if isContextError(err) || errors.As(err, &ae) {
 		return err
 	}
 	var refused *netguard.RefusedError

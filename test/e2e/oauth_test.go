@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// ccServer is an MCP server (the Go SDK's) behind a bearer check, with an
+// authorization server granting client_credentials to one client
+// (client_secret_basic).
+type ccServer struct {
+	url    string // the MCP endpoint
+	mu     sync.Mutex
+	tokens []string // issued
+	forms  []string // token requests' resource parameters
+}
+
+func startCCServer(t *testing.T, clientID, secret string) *ccServer {
+	t.Helper()
+	cs := &ccServer{}
+	asMux := http.NewServeMux()
+	as := httptest.NewServer(asMux)
+	t.Cleanup(as.Close)
+	asMux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "token_endpoint": as.URL + "/token",
+			"authorization_endpoint": as.URL + "/authorize", "response_types_supported": []string{"code"},
+			"grant_types_supported": []string{"client_credentials"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
+			"code_challenge_methods_supported": []string{"S256"}})
+	})
+	asMux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		id, sec, ok := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		if !ok || id != clientID || sec != secret || r.PostForm.Get("grant_type") != "client_credentials" {
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		cs.mu.Lock()
+		tok := fmt.Sprintf("cc-access-token-%d-%d", len(cs.tokens), time.Now().UnixNano())
+		cs.tokens = append(cs.tokens, tok)
+		cs.forms = append(cs.forms, r.PostForm.Get("resource"))
+		cs.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+	})
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "says who is calling"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "machine client " + clientID}}}, struct{}{}, nil
+	})
+	mux := http.NewServeMux()
+	rs := httptest.NewServer(mux)
+	t.Cleanup(rs.Close)
+	cs.url = rs.URL + "/mcp"
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if !slices.Contains(cs.tokens, token) {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	prm := rs.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: cs.url, AuthorizationServers: []string{as.URL}}))
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	return cs
+}
+
+// A sandbox gateway reaches an OAuth-protected remote server headless:
+// the client_credentials grant from the server's "oauth" entry, its secret
+// from envs. The agent sees the server's tools and results, never the
+// token: not in a result, not in /health, not in the log.
+func TestOAuthClientCredentialsHeadless(t *testing.T) {
+	const clientID, secret = "sandbox-bot", "cc-client-secret-value"
+	srv := startCCServer(t, clientID, secret)
+	g := newGW(t)
+	config := fmt.Sprintf(`{"protected":{"url":%q,"oauth":{"grant":"client_credentials","clientId":%q,"clientSecret":"${CLIENT_SECRET}"},"envs":{"CLIENT_SECRET":%q}}}`, srv.url, clientID, secret)
+	g.mustLaunch(config)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := g.connect(ctx)
+	if names := toolNames(ctx, t, cs); !slices.Equal(names, []string{"whoami"}) {
+		t.Fatalf("tools %v, want [whoami]", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); got != "machine client "+clientID {
+		t.Fatalf("whoami said %q", got)
+	}
+	srv.mu.Lock()
+	tokens, resources := slices.Clone(srv.tokens), slices.Clone(srv.forms)
+	srv.mu.Unlock()
+	if len(tokens) == 0 {
+		t.Fatal("no token was issued")
+	}
+	if resources[0] != srv.url {
+		t.Errorf("token request resource %q, want %q", resources[0], srv.url)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", g.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, tok := range tokens {
+		for where, s := range map[string]string{"/health": string(health), "the log": g.log(), "the launcher's output": g.stdout + g.stderr} {
+			if strings.Contains(s, tok) {
+				t.Errorf("%s holds the access token", where)
+			}
+			if strings.Contains(s, secret) {
+				t.Errorf("%s holds the client secret", where)
+			}
+		}
+	}
+}
+
+// A missing client secret fails the launch before anything starts, naming
+// the server and the placeholder.
+func TestOAuthClientCredentialsBadConfig(t *testing.T) {
+	g := newGW(t)
+	g.launch(`{"protected":{"url":"https://example.com/mcp","oauth":{"grant":"client_credentials","clientId":"x","clientSecret":"plain-text"}}}`)
+	if g.exit == 0 {
+		t.Fatal("launch succeeded with a literal client secret")
+	}
+	if !strings.Contains(g.stderr, `protected`) || !strings.Contains(g.stderr, `"clientSecret" must be one placeholder`) {
+		t.Fatalf("stderr %q does not name the server and the member", g.stderr)
+	}
+}
