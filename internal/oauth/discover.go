@@ -70,7 +70,9 @@ func Discover(ctx context.Context, server, serverURL string, header []string, cl
 			return nil, ctx.Err()
 		}
 		if err != nil {
-			lastErr = err
+			if lastErr == nil { // the first: the challenge's, when it named one
+				lastErr = err
+			}
 			continue
 		}
 		if prm == nil {

@@ -268,6 +268,11 @@ type testRS struct {
 }
 
 func newTestRS(t *testing.T, as *testAS, required ...string) *testRS {
+	return newTestRSPRM(t, as, nil, required...)
+}
+
+// newTestRSPRM is newTestRS with its resource metadata changed by edit.
+func newTestRSPRM(t *testing.T, as *testAS, edit func(*oauthex.ProtectedResourceMetadata), required ...string) *testRS {
 	rs := &testRS{required: required}
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
@@ -280,9 +285,13 @@ func newTestRS(t *testing.T, as *testAS, required ...string) *testRS {
 	t.Cleanup(rs.srv.Close)
 	rs.url = rs.srv.URL + "/mcp"
 	prm := rs.srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	meta := &oauthex.ProtectedResourceMetadata{
 		Resource: rs.url, AuthorizationServers: []string{as.issuer}, ScopesSupported: append([]string{"read"}, required...),
-	}))
+	}
+	if edit != nil {
+		edit(meta)
+	}
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(meta))
 	protected := auth.RequireBearerToken(as.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm, Scopes: required})(h)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs.mu.Lock()

@@ -1,9 +1,13 @@
 package oauth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -49,6 +53,47 @@ func (r *Record) Status(server string) Status {
 	}
 	return Status{Server: server, Authorized: true, Issuer: r.Issuer, Scopes: r.Scopes, Expiry: r.Token.Expiry,
 		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt}
+}
+
+// refreshClient is client with the resource parameter (RFC 8707) added
+// to r's refresh requests, which x/oauth2 sends without it.
+func (r *Record) refreshClient(client *http.Client) *http.Client {
+	if r.Resource == "" {
+		return client
+	}
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = &resourceTransport{base: base, tokenURL: r.TokenURL, resource: r.Resource}
+	return &c
+}
+
+type resourceTransport struct {
+	base               http.RoundTripper
+	tokenURL, resource string
+}
+
+func (t *resourceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.URL.String() != t.tokenURL || req.Body == nil {
+		return t.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err == nil && form.Get("grant_type") == "refresh_token" && form.Get("resource") == "" {
+		form.Set("resource", t.resource)
+		body = []byte(form.Encode())
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.base.RoundTrip(r)
 }
 
 // config is the oauth2 configuration that refreshes r's token.

@@ -87,7 +87,7 @@ func (s *Stored) loadLocked() error {
 		return nil
 	}
 	s.rec = rec
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.client)
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, rec.refreshClient(s.client))
 	s.ts = oauth2.ReuseTokenSourceWithExpiry(rec.Token, rec.config().TokenSource(ctx, rec.Token), time.Minute)
 	return nil
 }
@@ -160,7 +160,7 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	expired := *s.rec.Token
 	expired.AccessToken, expired.Expiry = "", time.Unix(1, 0)
-	cctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.client)
+	cctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.rec.refreshClient(s.client))
 	tok, err := s.rec.config().TokenSource(cctx, &expired).Token()
 	if err != nil {
 		s.rec, s.ts = nil, nil
