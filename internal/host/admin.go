@@ -52,12 +52,24 @@ type ServerRequest struct {
 	// Replace replaces a registration of the same name, keeping its
 	// attachments (their instances restart).
 	Replace bool `json:"replace,omitempty"`
+
+	// OAuth client identity of a remote server that wants OAuth: a
+	// pre-registered client id (its secret, for a confidential client, in
+	// mcp:<server>:client-secret), or a client ID metadata document URL;
+	// neither means dynamic registration. Scopes are asked for when the
+	// server names none.
+	ClientID          string   `json:"clientId,omitempty"`
+	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"`
 }
 
 // AddResult answers a registration.
 type AddResult struct {
 	Server   *registry.Server `json:"server"`
 	Warnings []string         `json:"warnings,omitempty"`
+	// OAuth: the server wants OAuth and has no token yet (authorize it
+	// with `mcp-gateway auth NAME`).
+	OAuth bool `json:"oauth,omitempty"`
 }
 
 // AddServer validates and registers a server, then lists its tools once
@@ -68,6 +80,7 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	if err != nil {
 		return nil, err
 	}
+	h.detectOAuth(ctx, srv, req)
 	h.mu.Lock()
 	old := h.state.Servers[srv.Name]
 	if old != nil && !req.Replace {
@@ -101,12 +114,19 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	}
 	h.mu.Unlock()
 
-	if err := h.listTools(ctx, srv.Name); err != nil {
+	needsAuth := false
+	if srv.OAuth != nil {
+		rec, _ := h.tokenStore().Load(srv.Name, srv.URL)
+		needsAuth = rec == nil
+	}
+	if needsAuth {
+		warnings = append(warnings, fmt.Sprintf("it wants OAuth: authorize it with `mcp-gateway auth %s`; until then its tools are not known", srv.Name))
+	} else if err := h.listTools(ctx, srv.Name); err != nil {
 		warnings = append(warnings, fmt.Sprintf("its tools could not be listed yet, so mcp-find knows only its name and description: %v", err))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings}, nil
+	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings, OAuth: needsAuth}, nil
 }
 
 // buildServer turns a request into a registration, or says what is wrong.

@@ -55,6 +55,9 @@ type Options struct {
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
+	// OAuthCallback is the loopback address the OAuth callback of `auth`
+	// listens on; "" means 127.0.0.1 on any free port.
+	OAuthCallback string
 }
 
 // Host is the daemon's core: the registry, the secrets, and a running
@@ -82,6 +85,8 @@ type Host struct {
 
 	probes sync.WaitGroup
 	closed chan struct{}
+
+	oauth hostOAuth // OAuth tokens and authorizations in progress (oauth.go)
 }
 
 // sandbox is one running sandbox: its gateway over its own server instances.
@@ -308,6 +313,7 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	}
 	o := h.opts.Attach
 	o.Guard = h.guard(srv)
+	o.TokenStore = h.tokenStore()
 	attach.Add(gw, spec, lookup, o)
 	return nil
 }
@@ -346,7 +352,7 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 		if err := h.checkSecrets(srv); err != nil {
 			return mcpconfig.Server{}, err
 		}
-		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers}, nil
+		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers, OAuth: srv.OAuth}, nil
 	}
 	dir := h.instanceDir(sandbox, srv.Name)
 	secret := h.secretLookup(srv)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -44,6 +45,8 @@ type Status struct {
 	Expiry     time.Time `json:"expiry,omitzero"`
 	Refresh    bool      `json:"refreshable"`
 	Since      time.Time `json:"authorized_at,omitzero"`
+	// Error says why the stored token cannot be used (set for another URL).
+	Error string `json:"error,omitempty"`
 }
 
 // Status returns what may be shown of r.
@@ -108,6 +111,26 @@ type Store interface {
 	Load(server, url string) (*Record, error)
 	Save(server, url string, r *Record) error
 	Remove(server string) error
+}
+
+// Versioned is a Store that counts its changes, so the clients reading it
+// (Stored) notice a token stored or removed by `auth` and `auth rm`.
+type Versioned struct {
+	Store
+	v atomic.Uint64
+}
+
+// Version counts the changes so far.
+func (s *Versioned) Version() uint64 { return s.v.Load() }
+
+func (s *Versioned) Save(server, url string, r *Record) error {
+	defer s.v.Add(1)
+	return s.Store.Save(server, url, r)
+}
+
+func (s *Versioned) Remove(server string) error {
+	defer s.v.Add(1)
+	return s.Store.Remove(server)
 }
 
 // SecretStore keeps the records encrypted in the host's secret store, as

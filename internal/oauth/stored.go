@@ -76,6 +76,11 @@ func (s *Stored) Reload() {
 }
 
 func (s *Stored) loadLocked() error {
+	if v, ok := s.store.(interface{ Version() uint64 }); ok {
+		if gen := v.Version(); gen != s.gen {
+			s.rec, s.ts, s.gen = nil, nil, gen
+		}
+	}
 	if s.rec != nil {
 		return nil
 	}
@@ -113,6 +118,7 @@ func (s *Stored) Token() (*oauth2.Token, error) {
 		if err := s.store.Save(s.server, s.url, &rec); err != nil {
 			return nil, fmt.Errorf("mcp server %q: cannot save its refreshed OAuth token: %w", s.server, err)
 		}
+		s.syncGen()
 	}
 	return tok, nil
 }
@@ -171,7 +177,16 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	rec.Token = tok
 	s.rec = &rec
 	s.ts = oauth2.ReuseTokenSourceWithExpiry(tok, rec.config().TokenSource(cctx, tok), time.Minute)
-	return s.store.Save(s.server, s.url, &rec)
+	err = s.store.Save(s.server, s.url, &rec)
+	s.syncGen()
+	return err
+}
+
+// syncGen takes the store's version after a change of its own.
+func (s *Stored) syncGen() {
+	if v, ok := s.store.(interface{ Version() uint64 }); ok {
+		s.gen = v.Version()
+	}
 }
 
 func challengeScope(header []string) string {

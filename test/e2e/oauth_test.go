@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -38,14 +41,34 @@ func startCCServer(t *testing.T, clientID, secret string) *ccServer {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "token_endpoint": as.URL + "/token",
 			"authorization_endpoint": as.URL + "/authorize", "response_types_supported": []string{"code"},
-			"grant_types_supported": []string{"client_credentials"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
+			"grant_types_supported": []string{"client_credentials"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic", "none"},
+			"registration_endpoint": as.URL + "/register", "authorization_response_iss_parameter_supported": true,
 			"code_challenge_methods_supported": []string{"S256"}})
+	})
+	asMux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		io.WriteString(w, `{"client_id":"registered-client","token_endpoint_auth_method":"none"}`)
+	})
+	asMux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != cs.url {
+			http.Error(w, "PKCE S256 and the resource are required", 400)
+			return
+		}
+		to, _ := url.Parse(q.Get("redirect_uri"))
+		v := url.Values{"code": {"the-code"}, "state": {q.Get("state")}, "iss": {as.URL}}
+		to.RawQuery = v.Encode()
+		http.Redirect(w, r, to.String(), http.StatusFound)
 	})
 	asMux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		id, sec, ok := r.BasicAuth()
 		w.Header().Set("Content-Type", "application/json")
-		if !ok || id != clientID || sec != secret || r.PostForm.Get("grant_type") != "client_credentials" {
+		if r.PostForm.Get("grant_type") == "authorization_code" && r.PostForm.Get("code") == "the-code" && r.PostForm.Get("code_verifier") != "" {
+			id, sec, ok = clientID, secret, true
+		}
+		if !ok || id != clientID || sec != secret || r.PostForm.Get("grant_type") == "refresh_token" {
 			w.WriteHeader(401)
 			io.WriteString(w, `{"error":"invalid_client"}`)
 			return
@@ -142,4 +165,87 @@ func TestOAuthClientCredentialsBadConfig(t *testing.T) {
 	if !strings.Contains(g.stderr, `protected`) || !strings.Contains(g.stderr, `"clientSecret" must be one placeholder`) {
 		t.Fatalf("stderr %q does not name the server and the member", g.stderr)
 	}
+}
+
+// On a host: `server add` finds that the server wants OAuth, `auth NAME`
+// prints the URL and completes through the loopback callback when the
+// person's browser (played here) comes back, the token is stored, a
+// sandbox's agent calls the server's tool, `auth status` shows no token,
+// `auth rm` forgets it.
+func TestHostOAuthAuthorize(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	out := h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	if !strings.Contains(out, "it wants OAuth") || !strings.Contains(out, "mcp-gateway auth prot") {
+		t.Fatalf("server add printed %q", out)
+	}
+	if st := h.mustCLI("", "auth", "status", "--json"); !strings.Contains(st, `"server": "prot"`) || !strings.Contains(st, `"authorized": false`) {
+		t.Fatalf("auth status before: %s", st)
+	}
+
+	cmd := exec.Command(gatewayBin, "auth", "prot")
+	cmd.Env = append(cmd.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") {
+			// the browser: the authorization server redirects at once
+			c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := c.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			resp, err = http.Get(resp.Header.Get("Location"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("the callback answered %d", resp.StatusCode)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth prot: %v\n%s\n%s\nhost log:\n%s", err, strings.Join(lines, "\n"), stderr.String(), h.log())
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `mcp server "prot" is authorized`) {
+		t.Fatalf("auth printed %q", strings.Join(lines, "\n"))
+	}
+	st := h.mustCLI("", "auth", "status", "--json")
+	if !strings.Contains(st, `"authorized": true`) {
+		t.Fatalf("auth status after: %s", st)
+	}
+	srv.mu.Lock()
+	tokens := slices.Clone(srv.tokens)
+	srv.mu.Unlock()
+	for _, tok := range tokens {
+		if strings.Contains(st, tok) || strings.Contains(h.log(), tok) {
+			t.Fatal("a token shows in auth status or the host's log")
+		}
+	}
+
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := g.connect(ctx)
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("whoami: %q (error %v)", got, isErr)
+	}
+
+	if out := h.mustCLI("", "auth", "rm", "prot"); !strings.Contains(out, `forgot the OAuth tokens of mcp server "prot"`) {
+		t.Fatalf("auth rm printed %q", out)
+	}
+	if st := h.mustCLI("", "auth", "status", "--json"); !strings.Contains(st, `"authorized": false`) {
+		t.Fatalf("auth status after rm: %s", st)
+	}
+	h.failCLI("has no OAuth token", "", "auth", "rm", "prot")
 }
