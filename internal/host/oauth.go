@@ -70,8 +70,8 @@ func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req Server
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, resp, err := oauth.Probe(pctx, srv.Name, srv.URL, h.oauthClient(srv))
-	if err != nil && req.ClientID == "" && req.ClientMetadataURL == "" {
-		return
+	if err != nil && req.ClientID == "" {
+		return // no 401: the server is used without OAuth (a --client-id says it wants it)
 	}
 	if resp != nil {
 		resp.Body.Close()

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,31 +43,69 @@ type FlowConfig struct {
 // ErrNoAuthorization: the server answered without asking for a token.
 var ErrNoAuthorization = errors.New("the server does not ask for authorization")
 
-// Probe sends the server an initialize request without a token and returns
-// its answer when it is a 401 (or 403): the server wants OAuth. Otherwise
-// it returns an error wrapping ErrNoAuthorization (or the failure).
+// Probe finds whether the server wants OAuth, and its challenge: it sends
+// initialize without a token and, when that is answered (some servers
+// protect only their tools), notifications/initialized and tools/list in
+// the new session. It returns the request and response of the first 401
+// (or 403); otherwise an error wrapping ErrNoAuthorization (or the
+// failure).
 func Probe(ctx context.Context, server, url string, client *http.Client) (*http.Request, *http.Response, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-gateway","version":"auth-probe"}}}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, fmt.Errorf("mcp server %q: %w", server, err)
+	const version = "2025-11-25"
+	session := ""
+	steps := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"mcp-gateway","version":"auth-probe"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("mcp server %q: cannot reach %s: %w", server, url, err)
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) //nolint:errcheck // lets the connection be reused
+	last := 0
+	for i := 0; i < len(steps); i++ {
+		body := steps[i]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp server %q: %w", server, err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", version)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp server %q: cannot reach %s: %w", server, url, err)
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			return req, resp, nil
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) //nolint:errcheck // lets the connection be reused
 		resp.Body.Close()
-		return nil, nil, fmt.Errorf("mcp server %q answered HTTP %d without a token: %w", server, resp.StatusCode, ErrNoAuthorization)
+		last = resp.StatusCode
+		if resp.StatusCode >= 300 {
+			if i > 0 {
+				break
+			}
+			// A server of the 2026-07-28 era (no initialize) may still
+			// protect its tools: ask for them.
+			i = len(steps) - 2
+			continue
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
 	}
-	return req, resp, nil
+	if session != "" {
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil); err == nil {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("MCP-Protocol-Version", version)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("mcp server %q answered HTTP %d without a token: %w", server, last, ErrNoAuthorization)
 }
 
 // Authorize runs the authorization code flow for a server and returns the
