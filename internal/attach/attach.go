@@ -49,6 +49,9 @@ type Options struct {
 	// authorized (host mode); nil in a sandbox, where only the headless
 	// client_credentials grant works.
 	TokenStore oauth.Store
+	// OnUnauthorized is told when a remote server's OAuth grant is lost
+	// (a refused refresh, a revoked grant), in its own goroutine.
+	OnUnauthorized func(server string, err error)
 }
 
 // SharedClientCapabilities are offered to a server every client shares:
@@ -150,7 +153,9 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	if s.OAuth != nil {
 		// One OAuth client for the server, shared by its sessions; its
 		// requests to the authorization server dial through the same guard.
-		base.Auth = oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
+		a := oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
+		a.OnUnauthorized = o.OnUnauthorized
+		base.Auth = a
 	}
 	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
 		opts := base

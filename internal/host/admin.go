@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/metadata"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
@@ -692,9 +693,13 @@ func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResul
 	}
 	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
+	needsAuth := false
 	if err := sb.gw.Router.StartServer(startCtx, server); err != nil {
-		_ = sb.gw.Router.Remove(server)
-		return nil, fmt.Errorf("mcp server %q did not start, so it is not loaded: %w", server, err)
+		if h.state.Servers[server].OAuth == nil || !errors.Is(err, oauth.ErrNotAuthorized) {
+			_ = sb.gw.Router.Remove(server)
+			return nil, fmt.Errorf("mcp server %q did not start, so it is not loaded: %w", server, err)
+		}
+		needsAuth = true // attached; its <server>-authorize tool stands for it
 	}
 	rec.Servers = append(rec.Servers, server)
 	if err := h.save(); err != nil {
@@ -702,7 +707,14 @@ func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResul
 		_ = sb.gw.Router.Remove(server)
 		return nil, err
 	}
-	return &LoadResult{Server: server, Tools: sb.gw.Router.Tools(server)}, nil
+	if h.state.Servers[server].OAuth != nil {
+		h.refreshBuiltins(sb, rec.Servers)
+	}
+	res := &LoadResult{Server: server, Tools: sb.gw.Router.Tools(server)}
+	if needsAuth {
+		res.Tools = []json.RawMessage{authorizeTool(server)}
+	}
+	return res, nil
 }
 
 // Unload detaches a server from a sandbox: its tools leave the view

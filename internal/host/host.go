@@ -276,7 +276,7 @@ func (h *Host) health() any {
 func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
-	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
+	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}
 	for _, name := range rec.Servers {
@@ -314,6 +314,7 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	o := h.opts.Attach
 	o.Guard = h.guard(srv)
 	o.TokenStore = h.tokenStore()
+	o.OnUnauthorized = h.grantLost
 	attach.Add(gw, spec, lookup, o)
 	return nil
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
@@ -298,4 +300,77 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// authorizeSuffix names a server's authorize tool: <server>-authorize.
+const authorizeSuffix = "-authorize"
+
+// authorizeTool is the definition of a server's authorize tool.
+func authorizeTool(server string) json.RawMessage {
+	def := map[string]any{
+		"name":  server + authorizeSuffix,
+		"title": "Authorize " + server,
+		"description": fmt.Sprintf("Authorize the gateway to use the remote MCP server %q for you (OAuth). Returns a URL the user must open in a browser "+
+			"on the gateway's host to sign in and consent; once they have, %q's tools appear (tools/list_changed). Call it again to re-authorize, "+
+			"e.g. after a call failed saying the server is not authorized.", server, server),
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		"annotations": map[string]any{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+	}
+	b, _ := json.Marshal(def)
+	return b
+}
+
+// authorizeTools are the <server>-authorize tools of a sandbox's servers
+// that want OAuth; they stay listed once the server is authorized, to
+// re-authorize it. Called with h.mu held.
+func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
+	var out []gateway.Builtin
+	for _, name := range servers {
+		srv := h.state.Servers[name]
+		if srv == nil || srv.OAuth == nil {
+			continue
+		}
+		out = append(out, gateway.Builtin{Tool: authorizeTool(name), Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
+			return h.authorizeCall(ctx, name)
+		}})
+	}
+	return out
+}
+
+// refreshBuiltins gives a running sandbox its built-in tools anew (after a
+// server that wants OAuth was attached). Called with h.mu held.
+func (h *Host) refreshBuiltins(sb *sandbox, servers []string) {
+	if err := sb.gw.Router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(servers)...)); err != nil {
+		h.log.Error("built-in tools", "err", err)
+	}
+}
+
+// authorizeCall starts the server's authorization and returns its URL for
+// the user; it completes in the background when the browser comes back.
+func (h *Host) authorizeCall(ctx context.Context, name string) (json.RawMessage, error) {
+	u, err := h.AuthStart(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	text := fmt.Sprintf("To authorize mcp server %q, the user must open this URL in a browser on the gateway's host and approve:\n\n%s\n\n"+
+		"Its tools appear once they have (tools/list_changed). The authorization waits %s at most.", name, u, authFlowTimeout)
+	res := map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": text}},
+		"structuredContent": map[string]any{"server": name, "url": u},
+	}
+	return json.Marshal(res)
+}
+
+// grantLost is told when a server's grant is refused or revoked: its
+// instances restart, unauthorized, so its tools leave the sandboxes (with
+// list_changed) and only its authorize tool stays.
+func (h *Host) grantLost(name string, err error) {
+	h.log.Warn(fmt.Sprintf("mcp server %q lost its OAuth authorization", name), "err", err)
+	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
+	defer cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, sb := range h.attachedTo(name) {
+		_ = h.restartInstance(ctx, sb, name) // fails: not authorized
+	}
 }

@@ -30,6 +30,9 @@ type Server struct {
 	lookup func(string) (string, bool)
 	store  Store
 	client *http.Client
+	// OnUnauthorized, if set, is told when a person's grant of the server
+	// is lost (see Stored.OnUnauthorized). Set it before first use.
+	OnUnauthorized func(server string, err error)
 
 	mu    sync.Mutex
 	inner interface {
@@ -71,7 +74,9 @@ func (s *Server) get() (interface {
 				"use grant %q with a client secret or key in its envs, or register the server on a host (mcp-gateway host)",
 				s.spec.Name, o.Grant, mcpconfig.GrantClientCredentials)
 		}
-		s.inner = NewStored(s.spec.Name, s.spec.URL, s.store, s.client)
+		st := NewStored(s.spec.Name, s.spec.URL, s.store, s.client)
+		st.OnUnauthorized = s.OnUnauthorized
+		s.inner = st
 	}
 	return s.inner, nil
 }

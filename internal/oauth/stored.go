@@ -41,14 +41,17 @@ func NewStored(server, url string, store Store, client *http.Client) *Stored {
 	return &Stored{server: server, url: url, store: store, client: client}
 }
 
-func (s *Stored) notAuthorized(why string, cause error) error {
+// notAuthorized is the error of a server without a usable grant; lost says
+// the grant was there and is gone (refused or revoked), which is when
+// OnUnauthorized is told.
+func (s *Stored) notAuthorized(why string, cause error, lost ...bool) error {
 	err := fmt.Errorf("mcp server %q is not authorized: %s; authorize it with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
 		s.server, why, s.server, s.server, ErrNotAuthorized)
 	if cause != nil {
 		err = fmt.Errorf("mcp server %q is not authorized: %s (%v); authorize it again with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
 			s.server, why, cause, s.server, s.server, ErrNotAuthorized)
 	}
-	if s.OnUnauthorized != nil {
+	if s.OnUnauthorized != nil && len(lost) > 0 && lost[0] {
 		go s.OnUnauthorized(s.server, err)
 	}
 	return err
@@ -109,7 +112,7 @@ func (s *Stored) Token() (*oauth2.Token, error) {
 	if err != nil {
 		s.rec, s.ts = nil, nil
 		_ = s.store.Remove(s.server)
-		return nil, s.notAuthorized("the refresh of its token was refused", tokenError(err))
+		return nil, s.notAuthorized("the refresh of its token was refused", tokenError(err), true)
 	}
 	if tok.AccessToken != s.rec.Token.AccessToken {
 		rec := *s.rec
@@ -151,7 +154,7 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	if s.rec.Token.RefreshToken == "" {
 		s.rec, s.ts = nil, nil
 		_ = s.store.Remove(s.server)
-		return s.notAuthorized("it refused the token, which cannot be refreshed", nil)
+		return s.notAuthorized("it refused the token, which cannot be refreshed", nil, true)
 	}
 	// The authorization server must still be the one that granted the
 	// token: a refresh token is sent to no other.
@@ -162,7 +165,7 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	if granted := s.rec.Issuer; d.ASM.Issuer != granted {
 		s.rec, s.ts = nil, nil
 		_ = s.store.Remove(s.server)
-		return s.notAuthorized(fmt.Sprintf("it now names authorization server %q, not %q, which granted the token", d.ASM.Issuer, granted), nil)
+		return s.notAuthorized(fmt.Sprintf("it now names authorization server %q, not %q, which granted the token", d.ASM.Issuer, granted), nil, true)
 	}
 	expired := *s.rec.Token
 	expired.AccessToken, expired.Expiry = "", time.Unix(1, 0)
@@ -171,7 +174,7 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	if err != nil {
 		s.rec, s.ts = nil, nil
 		_ = s.store.Remove(s.server)
-		return s.notAuthorized("the refresh of its token was refused", tokenError(err))
+		return s.notAuthorized("the refresh of its token was refused", tokenError(err), true)
 	}
 	rec := *s.rec
 	rec.Token = tok

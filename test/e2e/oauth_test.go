@@ -249,3 +249,78 @@ func TestHostOAuthAuthorize(t *testing.T) {
 	}
 	h.failCLI("has no OAuth token", "", "auth", "rm", "prot")
 }
+
+// The agent's side: a sandbox sees prot-authorize instead of the tools of
+// a server not yet authorized; calling it gives the URL, and once the
+// person approves (the browser played here) the server's tools appear with
+// list_changed. A grant the server then refuses (revoked) fails the call
+// that found it, saying how to authorize again, and the tools go back to
+// the authorize tool alone.
+func TestHostOAuthAuthorizeTool(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, changed := g.connectListChanged(ctx)
+	names := toolNames(ctx, t, cs)
+	if !slices.Contains(names, "prot-authorize") || slices.Contains(names, "whoami") {
+		t.Fatalf("tools before authorization: %v; want prot-authorize and no whoami", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "prot-authorize", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("prot-authorize: %v %s", err, text(res))
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	var out struct{ URL string }
+	_ = json.Unmarshal(sc, &out)
+	if out.URL == "" || !strings.Contains(text(res), out.URL) {
+		t.Fatalf("prot-authorize gave no URL: %s", text(res))
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(out.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitListChanged(t, changed, "the authorization")
+	deadline := time.Now().Add(30 * time.Second)
+	for names = toolNames(ctx, t, cs); !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the authorization")
+	}
+	if !slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Fatalf("tools after authorization: %v; want whoami and prot-authorize", names)
+	}
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("whoami: %q (error %v)", got, isErr)
+	}
+
+	srv.mu.Lock()
+	srv.tokens = nil // revoked
+	srv.mu.Unlock()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = text(res)
+		if !res.IsError {
+			t.Fatalf("whoami with a revoked grant succeeded: %s", msg)
+		}
+	}
+	if !strings.Contains(msg, `"prot" is not authorized`) || !strings.Contains(msg, "prot-authorize") {
+		t.Errorf("the call that found the revoked grant said %q; want it to say the server is not authorized and how to authorize it", msg)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for names = toolNames(ctx, t, cs); slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the lost grant")
+	}
+	if slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Fatalf("tools after the grant was lost: %v; want prot-authorize and no whoami", names)
+	}
+}
