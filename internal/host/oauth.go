@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -293,7 +292,6 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-var _ = errors.New
 
 func orDefault(s, def string) string {
 	if s == "" {

@@ -19,7 +19,7 @@ import (
 func parseSigningKey(data []byte, alg string) (any, jwt.SigningMethod, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
-		return nil, nil, errors.New("not a PEM block; give the key as -----BEGIN PRIVATE KEY-----...")
+		return nil, nil, errors.New("not a PEM block; give the key in PEM form, starting with -----BEGIN PRIVATE KEY-----")
 	}
 	var key any
 	var err error
