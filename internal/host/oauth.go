@@ -292,7 +292,6 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
