@@ -197,6 +197,12 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 	return h.Start(ctx)
 }
 
+// Modern reports whether the remote server speaks the 2026-07-28 era.
+func (u *remoteUpstream) Modern() bool {
+	m, ok := u.current().(interface{ Modern() bool })
+	return ok && m.Modern()
+}
+
 func (u *remoteUpstream) Close() error {
 	u.mu.Lock()
 	u.closed = true

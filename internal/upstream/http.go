@@ -340,7 +340,7 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
-		if opensStream(method) {
+		if opensStream(method) && !s.modern.Load() {
 			s.startListening(ctx)
 		}
 		resp, err := s.call(ctx, method, params)
@@ -373,7 +373,7 @@ func (h *HTTP) Notify(ctx context.Context, method string, params json.RawMessage
 		}
 		return fmt.Errorf("mcp server %q: cannot send %s: %w", h.opts.Name, method, ErrNotRunning)
 	}
-	if opensStream(method) {
+	if opensStream(method) && !s.modern.Load() {
 		s.startListening(ctx)
 	}
 	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params))
@@ -567,7 +567,7 @@ func (h *HTTP) connectStreamable(ctx context.Context) (*session, error) {
 		s.shutdown(false)
 		return nil, err
 	}
-	if h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers {
+	if !s.modern.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers) {
 		s.startListening(ctx)
 	}
 	return s, nil
@@ -600,6 +600,7 @@ func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage
 
 // send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
+	req = withModernHeaders(req)
 	if h.opts.Auth != nil {
 		return h.sendAuthorized(req)
 	}
