@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -328,7 +329,7 @@ func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
 			continue
 		}
 		out = append(out, gateway.Builtin{Tool: authorizeTool(name), Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
-			return h.authorizeCall(ctx, name)
+			return h.authorizeCall(ctx, c, name)
 		}})
 	}
 	return out
@@ -342,15 +343,35 @@ func (h *Host) refreshBuiltins(sb *sandbox, servers []string) {
 	}
 }
 
-// authorizeCall starts the server's authorization and returns its URL for
-// the user; it completes in the background when the browser comes back.
-func (h *Host) authorizeCall(ctx context.Context, name string) (json.RawMessage, error) {
+// authorizeCall starts the server's authorization and gives the user its
+// URL: as a URL-mode elicitation to a client that supports them (the
+// client shows it to the user), and in the result in any case. The flow
+// completes in the background when the browser comes back.
+func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name string) (json.RawMessage, error) {
 	u, err := h.AuthStart(ctx, name)
 	if err != nil {
 		return nil, err
 	}
+	elicitation := ""
+	if c != nil {
+		params, _ := json.Marshal(map[string]any{
+			"mode": "url", "url": u, "elicitationId": "authorize-" + name + "-" + fmt.Sprint(time.Now().UnixNano()),
+			"message": fmt.Sprintf("Sign in to authorize the gateway to use the MCP server %q.", name),
+		})
+		res, asked, err := c.Ask(ctx, "elicitation/create", params)
+		switch {
+		case err != nil:
+			elicitation = fmt.Sprintf("the URL could not be shown to the user by the client (%v)", err)
+		case asked:
+			action, _ := wire.GetString(res, "action")
+			elicitation = "the client was asked to open the URL; the user answered: " + action
+		}
+	}
 	text := fmt.Sprintf("To authorize mcp server %q, the user must open this URL in a browser on the gateway's host and approve:\n\n%s\n\n"+
 		"Its tools appear once they have (tools/list_changed). The authorization waits %s at most.", name, u, authFlowTimeout)
+	if elicitation != "" {
+		text += "\n(" + elicitation + ")"
+	}
 	res := map[string]any{
 		"content":           []any{map[string]any{"type": "text", "text": text}},
 		"structuredContent": map[string]any{"server": name, "url": u},

@@ -324,3 +324,65 @@ func TestHostOAuthAuthorizeTool(t *testing.T) {
 		t.Fatalf("tools after the grant was lost: %v; want prot-authorize and no whoami", names)
 	}
 }
+
+// A client that supports URL-mode elicitation is shown the authorization
+// URL by the authorize tool: its user (played here) opens it from there.
+func TestHostOAuthAuthorizeElicitation(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shown := make(chan string, 1)
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			shown <- req.Params.URL
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "prot-authorize", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("prot-authorize: %v", err)
+	}
+	var u string
+	select {
+	case u = <-shown:
+	default:
+		t.Fatalf("the client was not asked to open the URL; the tool said %s", text(res))
+	}
+	if !strings.Contains(text(res), "the user answered: accept") || !strings.Contains(text(res), u) {
+		t.Errorf("the result %q should give the URL and the user's answer", text(res))
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	names := toolNames(ctx, t, cs)
+	for ; !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the authorization")
+	}
+	if !slices.Contains(names, "whoami") {
+		t.Fatalf("tools after authorization: %v", names)
+	}
+}
