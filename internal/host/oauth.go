@@ -63,10 +63,13 @@ func (h *Host) oauthClient(srv *registry.Server) *http.Client {
 	return &http.Client{Transport: upstream.NewHTTPClient(srv.Name, h.guard(srv)).Transport, Timeout: 30 * time.Second}
 }
 
-// detectOAuth probes a remote server being registered: a 401 (or 403)
-// without credentials configured means it wants OAuth.
+// detectOAuth probes a remote server being registered without headers: a
+// 401 (or 403) to a request without credentials means it wants OAuth. A
+// --client-id says so without a probe's answer.
 func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req ServerRequest) {
-	if srv.URL == "" || hasAuthorizationHeader(srv) {
+	if srv.URL == "" || (len(srv.Headers) > 0 && req.ClientID == "") {
+		// Headers (an API key, a bearer secret) are how this server is
+		// reached; a probe without them would take their 401 for OAuth.
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -83,15 +86,6 @@ func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req Server
 		o.ClientSecret = "${" + ClientSecretKey + "}"
 	}
 	srv.OAuth = o
-}
-
-func hasAuthorizationHeader(srv *registry.Server) bool {
-	for k := range srv.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return true
-		}
-	}
-	return false
 }
 
 // AuthStart begins the authorization of a registered server by a person:
