@@ -121,6 +121,10 @@ type HTTPOptions struct {
 	// do, then holds no long-lived connection, no goroutine for it and no
 	// stream on the server.
 	ListenAtStart bool
+	// ParamHeaders, shared by the upstreams of one server, remembers the
+	// tools' Mcp-Param-* arguments from tools/list; nil means one of this
+	// upstream's own.
+	ParamHeaders *ParamHeaders
 	// Auth, when set, is the server's OAuth client: it gives the token of
 	// every request and handles a 401 (see Authorizer). Headers should then
 	// hold no Authorization.
@@ -147,6 +151,8 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
+	// paramHeaders: the tools' Mcp-Param-* arguments (modern_http.go).
+	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
 	// at any moment.
 	rootsDeclared bool
@@ -202,6 +208,10 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		rootsDeclared: wire.Get(opts.Capabilities, "roots") != nil,
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),
+		paramHeaders:  opts.ParamHeaders,
+	}
+	if h.paramHeaders == nil {
+		h.paramHeaders = &ParamHeaders{}
 	}
 	if h.client == nil {
 		guard := opts.Guard
@@ -346,6 +356,9 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		resp, err := s.call(ctx, method, params)
 		switch {
 		case err == nil:
+			if method == "tools/list" && resp.Error == nil {
+				h.paramHeaders.learn(resp.Result)
+			}
 			return &resp, nil
 		case errors.Is(err, errSessionExpired) && !retried:
 			h.log.Info(fmt.Sprintf("mcp server %q no longer knows the session; starting a new one", h.opts.Name))

@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -143,4 +146,104 @@ func modernMeta(params, clientInfo, capabilities json.RawMessage) json.RawMessag
 		return params
 	}
 	return out
+}
+
+// ParamHeaders remembers, per tool, the arguments a server's tools/list
+// designates for Mcp-Param-* headers (an "x-mcp-header" name on a property
+// of the input schema, SEP-2243), so that its tools/call requests carry
+// them. One is shared by every upstream session of a server
+// (HTTPOptions.ParamHeaders); safe for concurrent use.
+type ParamHeaders struct {
+	m sync.Map // tool name → []paramHeader
+}
+
+type paramHeader struct{ param, header string }
+
+// learn records the designated parameters of the tools of a tools/list
+// result. An annotation that is not a valid header name is ignored.
+func (p *ParamHeaders) learn(result json.RawMessage) {
+	var list struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			InputSchema struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &list) != nil {
+		return
+	}
+	for _, t := range list.Tools {
+		var hs []paramHeader
+		seen := map[string]bool{}
+		for param, schema := range t.InputSchema.Properties {
+			name, ok := wire.GetString(schema, "x-mcp-header")
+			if !ok || !validHeaderName(name) || seen[strings.ToLower(name)] {
+				continue
+			}
+			seen[strings.ToLower(name)] = true
+			hs = append(hs, paramHeader{param: param, header: "Mcp-Param-" + name})
+		}
+		if len(hs) == 0 {
+			p.m.Delete(t.Name)
+			continue
+		}
+		p.m.Store(t.Name, hs)
+	}
+}
+
+// add sets the Mcp-Param-* headers of a tools/call on hdr: each designated
+// argument that is a string, number or boolean (null and absent ones are
+// left out), Base64-encoded as =?base64?...?= when it is not plain
+// printable ASCII without surrounding spaces.
+func (p *ParamHeaders) add(hdr http.Header, params json.RawMessage) {
+	name, _ := wire.GetString(params, "name")
+	v, ok := p.m.Load(name)
+	if !ok {
+		return
+	}
+	args := wire.Get(params, "arguments")
+	for _, ph := range v.([]paramHeader) {
+		raw := wire.Get(args, ph.param)
+		var value string
+		switch {
+		case raw == nil || string(raw) == "null":
+			continue
+		case raw[0] == '"':
+			if json.Unmarshal(raw, &value) != nil {
+				continue
+			}
+		case raw[0] == '{' || raw[0] == '[':
+			continue
+		default:
+			value = string(raw) // a number or a boolean, as written
+		}
+		hdr.Set(ph.header, headerValue(value))
+	}
+}
+
+// headerValue is value as an Mcp-Param-* header carries it.
+func headerValue(value string) string {
+	plain := value == strings.TrimSpace(value)
+	for i := 0; plain && i < len(value); i++ {
+		plain = value[i] >= 0x20 && value[i] <= 0x7e
+	}
+	if plain {
+		return value
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(value)) + "?="
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -93,3 +93,71 @@ func TestRemoteModernServer(t *testing.T) {
 		t.Fatalf("the server saw: %v", *problems)
 	}
 }
+
+// A tool's x-mcp-header parameters are mirrored in Mcp-Param-* headers of
+// its calls (SEP-2243), encoded when not plain ASCII, left out when null;
+// the list is shared by the upstreams of one server.
+func TestRemoteParamHeaders(t *testing.T) {
+	got := make(chan http.Header, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		w.Header().Set("Content-Type", "application/json")
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"q","inputSchema":{"type":"object","properties":{` +
+				`"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},` +
+				`"flag":{"type":"boolean","x-mcp-header":"Flag"},"text":{"type":"string","x-mcp-header":"Text"},` +
+				`"gone":{"type":"string","x-mcp-header":"Gone"},"bad":{"type":"string","x-mcp-header":"has space"},"plain":{"type":"string"}}}}]}`
+		case "tools/call":
+			got <- r.Header.Clone()
+			result = `{"content":[]}`
+		case "":
+			w.WriteHeader(http.StatusAccepted)
+			return
+		default:
+			result = `{}`
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+	}))
+	defer srv.Close()
+	shared := &ParamHeaders{}
+	lister := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, ParamHeaders: shared, NoListen: true})
+	defer lister.Close()
+	caller := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, ParamHeaders: shared, NoListen: true})
+	defer caller.Close()
+	ctx := context.Background()
+	if _, err := lister.Call(ctx, "tools/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.Call(ctx, "tools/call", json.RawMessage(`{"name":"q","arguments":{"region":"us-west1","n":42,"flag":true,"text":" Hello, 世界","gone":null,"bad":"x","plain":"p"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	want := map[string]string{
+		"Mcp-Method": "tools/call", "Mcp-Name": "q",
+		"Mcp-Param-Region": "us-west1", "Mcp-Param-N": "42", "Mcp-Param-Flag": "true",
+		"Mcp-Param-Text": "=?base64?IEhlbGxvLCDkuJbnlYw=?=", "Mcp-Param-Gone": "",
+	}
+	for k, v := range want {
+		if h.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, h.Get(k), v)
+		}
+	}
+	for k := range h {
+		if strings.HasPrefix(k, "Mcp-Param-") && want[k] == "" {
+			t.Errorf("unexpected header %s", k)
+		}
+	}
+}

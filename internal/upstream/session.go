@@ -185,7 +185,11 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	if s.modern.Load() {
 		params = modernMeta(params, s.h.opts.ClientInfo, s.h.opts.Capabilities)
 	}
-	reqCtx = context.WithValue(reqCtx, modernHeadersKey{}, modernHeaders(method, params))
+	hdr := modernHeaders(method, params)
+	if method == "tools/call" {
+		s.h.paramHeaders.add(hdr, params)
+	}
+	reqCtx = context.WithValue(reqCtx, modernHeadersKey{}, hdr)
 	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)
 	var err error
 	if s.sse {

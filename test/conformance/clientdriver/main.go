@@ -110,6 +110,11 @@ func run() int {
 	logf("%s: the client goes through the gateway at %s", scenario, endpoint)
 	cmd := exec.CommandContext(ctx, clientBin, endpoint)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if f, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		defer f.Close()
+		fmt.Fprintf(f, "--- the client (%s %s):\n", filepath.Base(clientBin), endpoint)
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, f), io.MultiWriter(os.Stderr, f)
+	}
 	if err := cmd.Run(); err != nil {
 		logf("the client: %v", err)
 		if ee, ok := err.(*exec.ExitError); ok {
