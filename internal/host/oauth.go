@@ -270,6 +270,7 @@ func (h *Host) AuthRemove(name string, all bool) ([]string, error) {
 			return removed, err
 		}
 		removed = append(removed, n)
+		h.restartAttached(n) // its tools leave the sandboxes; its authorize tool stays
 	}
 	if !all && len(removed) == 0 {
 		return nil, fmt.Errorf("mcp server %q has no OAuth token", name)
@@ -378,6 +379,12 @@ func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name s
 // list_changed) and only its authorize tool stays.
 func (h *Host) grantLost(name string, err error) {
 	h.log.Warn(fmt.Sprintf("mcp server %q lost its OAuth authorization", name), "err", err)
+	h.restartAttached(name)
+}
+
+// restartAttached restarts a server's instances in the sandboxes it is
+// attached to (one without a grant then fails to start: its tools leave).
+func (h *Host) restartAttached(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
 	defer cancel()
 	h.mu.Lock()

@@ -247,6 +247,15 @@ func TestHostOAuthAuthorize(t *testing.T) {
 	if st := h.mustCLI("", "auth", "status", "--json"); !strings.Contains(st, `"authorized": false`) {
 		t.Fatalf("auth status after rm: %s", st)
 	}
+	// The sandbox's client no longer sees the server's tools.
+	deadline := time.Now().Add(30 * time.Second)
+	names := toolNames(ctx, t, cs)
+	for ; slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Errorf("tools after auth rm: %v; want prot-authorize and no whoami", names)
+	}
 	h.failCLI("has no OAuth token", "", "auth", "rm", "prot")
 }
 
