@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -199,5 +200,24 @@ func TestAuthorizationBadInput(t *testing.T) {
 				t.Error("something was stored")
 			}
 		})
+	}
+}
+
+// Metadata of an HTTPS server that redirects to a plain-HTTP URL is refused
+// (a downgrade), naming the server and the step.
+func TestDiscoveryRefusesDowngradeRedirect(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the plain-HTTP target of the redirect was fetched")
+	}))
+	defer plain.Close()
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer tls.Close()
+	header := []string{`Bearer resource_metadata="` + tls.URL + `/.well-known/oauth-protected-resource/mcp"`}
+	_, err := Discover(context.Background(), "remote", tls.URL+"/mcp", header, tls.Client())
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "discovery" || !strings.Contains(err.Error(), `mcp server "remote"`) || !strings.Contains(err.Error(), "non-HTTPS") {
+		t.Fatalf("err %v, want a discovery error of server remote about the non-HTTPS redirect", err)
 	}
 }
