@@ -1,13 +1,16 @@
 // Command harness runs the official MCP conformance suite against the Go SDK's
 // conformance fixture twice in one run, directly and through mcp-gateway, and
 // fails when a scenario that passes directly does not pass through the gateway
-// (unless test/conformance/known-gaps.txt lists it). It writes the comparison
-// to <out>/report.md and, on a full run, to docs/conformance.md.
+// (unless test/conformance/known-gaps.txt lists it). It does the same with the
+// suite's client scenarios: the SDK's everything-client directly, and through
+// the gateway by test/conformance/clientdriver (the gateway as OAuth client).
+// It writes the comparison to <out>/report.md and, on a full run, to
+// docs/conformance.md.
 //
 // Run it from the repository root, after `npm ci` in test/npm (make
 // conformance does both):
 //
-//	go run ./test/conformance/harness                            # all three configurations
+//	go run ./test/conformance/harness                            # every configuration
 //	go run ./test/conformance/harness -configs alpha-2026-07-28  # just one
 //
 // Exit codes: 0 all good, 1 the comparison failed (a regression, a stale
