@@ -139,6 +139,13 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 		defer lb.Close()
 		fctx, cancel := context.WithTimeout(context.Background(), authFlowTimeout)
 		defer cancel()
+		go func() { // the daemon's shutdown ends a flow still waiting
+			select {
+			case <-h.closed:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
 		rec, err := oauth.Authorize(fctx, cfg)
 		if err == nil {
 			err = h.tokenStore().Save(name, srv.URL, rec)
