@@ -28,7 +28,9 @@ staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # The MCP conformance suite against the Go SDK's fixture, directly and through the
-# gateway, compared per scenario; rewrites docs/conformance.md (test/conformance/README.md).
+# gateway, compared per scenario, and its client scenarios with the SDK's client
+# directly and through the gateway (the gateway as OAuth client, clientdriver);
+# rewrites docs/conformance.md (test/conformance/README.md).
 # Then the same with nginx between the suite and the gateway (docs/conformance-nginx.md).
 # One configuration: make conformance CONFORMANCE_FLAGS='-configs alpha-2026-07-28'
 conformance: $(NPM_DIR)/node_modules/.package-lock.json

@@ -53,6 +53,9 @@ type Server struct {
 	// Transport is a remote server's transport: TransportHTTP (streamable
 	// HTTP), TransportSSE (HTTP+SSE), or "" to detect it.
 	Transport string
+	// OAuth is a remote server's "oauth" entry: the gateway gets its
+	// tokens by OAuth (see OAuth). Nil when there is none.
+	OAuth *OAuth
 
 	// Timeout bounds one call to the server (the entry's "timeout", in
 	// seconds); 0 leaves the gateway's default.

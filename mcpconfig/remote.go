@@ -19,7 +19,7 @@ const (
 var ErrMissingSecret = errors.New("header placeholder not set")
 
 // remoteProps are the properties of a remote entry of the mcp object.
-var remoteProps = []string{"url", "headers", "transport", "envs"}
+var remoteProps = []string{"url", "headers", "transport", "envs", "oauth"}
 
 // reservedHeaders are set by the gateway's transport itself (or by Go's
 // HTTP client); a configured value would be overridden or break the exchange.
@@ -57,6 +57,17 @@ func resolveRemote(e *entry, envs map[string]string) (Server, []error) {
 		default:
 			errs = append(errs, &Error{Server: e.name, Property: "transport",
 				Message: fmt.Sprintf(`property "transport" must be "http" (streamable HTTP) or "sse" (HTTP+SSE), not %s`, quoteRaw(raw))})
+		}
+	}
+	if raw, ok := e.props["oauth"]; ok {
+		o, errs1 := parseOAuth(e.name, raw)
+		s.OAuth = o
+		errs = append(errs, errs1...)
+		for h := range s.Headers {
+			if o != nil && strings.EqualFold(h, "Authorization") {
+				errs = append(errs, &Error{Server: e.name, Property: "oauth", Header: h,
+					Message: `properties "oauth" and an Authorization header cannot be given together; the gateway sets Authorization from its OAuth token`})
+			}
 		}
 	}
 	return s, errs

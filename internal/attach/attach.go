@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/github"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
@@ -42,6 +45,13 @@ type Options struct {
 	GitHubDir, GitHubURL string
 	// ClientInfo is the gateway's clientInfo in its initialize requests.
 	ClientInfo json.RawMessage
+	// TokenStore keeps the OAuth tokens of remote servers a person
+	// authorized (host mode); nil in a sandbox, where only the headless
+	// client_credentials grant works.
+	TokenStore oauth.Store
+	// OnUnauthorized is told when a remote server's OAuth grant is lost
+	// (a refused refresh, a revoked grant), in its own goroutine.
+	OnUnauthorized func(server string, err error)
 }
 
 // SharedClientCapabilities are offered to a server every client shares:
@@ -138,7 +148,14 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	client := upstream.NewHTTPClient(s.Name, o.Guard)
 	base := upstream.HTTPOptions{
 		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: o.Guard, Logger: o.Logger,
-		ClientInfo: o.ClientInfo,
+		ClientInfo: o.ClientInfo, ParamHeaders: &upstream.ParamHeaders{},
+	}
+	if s.OAuth != nil {
+		// One OAuth client for the server, shared by its sessions; its
+		// requests to the authorization server dial through the same guard.
+		a := oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
+		a.OnUnauthorized = o.OnUnauthorized
+		base.Auth = a
 	}
 	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
 		opts := base
@@ -178,6 +195,12 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 		_ = prev.Close()
 	}
 	return h.Start(ctx)
+}
+
+// Modern reports whether the remote server speaks the 2026-07-28 era.
+func (u *remoteUpstream) Modern() bool {
+	m, ok := u.current().(interface{ Modern() bool })
+	return ok && m.Modern()
 }
 
 func (u *remoteUpstream) Close() error {

@@ -167,7 +167,8 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	var req host.ServerRequest
 	var headers, env listFlag
 	var argList, props commaListFlag
-	var asJSON bool
+	var asJSON, skipAuth bool
+	var scopes commaListFlag
 	return runAdmin("server", []adminCommand{
 		{
 			name:     "add",
@@ -193,6 +194,10 @@ Credential headers and variables must use a placeholder; store the value with
 				fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
 				fs.BoolVar(&req.PerClient, "per-client", false, "run a local server as a process per client session (its requests to the client then always reach the right one; ${client_dir} names the process's own directory) instead of one per sandbox")
 				fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
+				fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client-secret); default: dynamic registration")
+				fs.StringVar(&req.ClientMetadataURL, "client-metadata-url", "", "an https `url` of a client ID metadata document you publish, used when the authorization server supports them")
+				fs.Var(&scopes, "scope", "OAuth `scopes` to ask for when the server names none, comma-separated or repeated")
+				fs.BoolVar(&skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
 				if len(args) == 0 {
@@ -201,9 +206,18 @@ Credential headers and variables must use a placeholder; store the value with
 				req.Name = args[0]
 				req.Headers, req.Env, req.Props = headers, env, props
 				req.Args = append(argList, args[1:]...)
+				req.Scopes = scopes
 				var res host.AddResult
 				if err := c.Do(ctx, http.MethodPost, "/v1/servers", req, &res); err != nil {
 					return err
+				}
+				if res.OAuth {
+					fmt.Fprintf(stdout, "registered mcp server %q; it wants OAuth\n", res.Server.Name)
+					if skipAuth {
+						fmt.Fprintf(stdout, "authorize it later with: mcp-gateway auth %s\n", res.Server.Name)
+						return nil
+					}
+					return authorize(ctx, c, res.Server.Name, stdout)
 				}
 				printWarnings(stdout, res.Warnings)
 				fmt.Fprintf(stdout, "registered mcp server %q (%d tools)\n", res.Server.Name, len(res.Server.Tools))

@@ -45,6 +45,7 @@ func commands() []command {
 		{"host", "run the host daemon: many sandboxes, each with its own token and servers", runHost},
 		{"server", "register, list, inspect and remove the host's servers", runServer},
 		{"secret", "store, list and remove the host's secrets (encrypted)", runSecret},
+		{"auth", "authorize the host's OAuth servers; auth status, auth rm", runAuth},
 		{"sandbox", "create, list and remove the host's sandboxes", runSandbox},
 		{"load", "attach a server to a running sandbox", runLoad(false)},
 		{"unload", "detach a server from a sandbox", runLoad(true)},

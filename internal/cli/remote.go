@@ -27,6 +27,9 @@ func checkRemotes(ctx context.Context, specs []mcpconfig.Server, guard *netguard
 			if _, err := s.ResolveHeaders(nil); err != nil {
 				return err
 			}
+			if _, err := s.ResolveOAuth(nil); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

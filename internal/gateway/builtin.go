@@ -35,6 +35,21 @@ type BuiltinCall struct {
 	id     json.RawMessage
 }
 
+// Ask sends a request (elicitation/create, ...) to the calling client and
+// waits for its answer. asked is false, with no error, when the client
+// cannot be asked: it is of the 2026-07-28 era, or did not declare the
+// capability (for an elicitation, its mode).
+func (c *BuiltinCall) Ask(ctx context.Context, method string, params json.RawMessage) (result json.RawMessage, asked bool, err error) {
+	if c.sess.modern || c.sess.lacks(method, params) != "" {
+		return nil, false, nil
+	}
+	res, werr := c.sess.request(ctx, c.stream, method, params)
+	if werr != nil {
+		return nil, true, werr
+	}
+	return res, true, nil
+}
+
 // CallTool calls a tool of the view by its exposed name on behalf of the
 // same client, with what the client's own call would get: its progress,
 // its requests for input, its server sessions. It returns the tool's

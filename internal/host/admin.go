@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/metadata"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
@@ -52,12 +53,24 @@ type ServerRequest struct {
 	// Replace replaces a registration of the same name, keeping its
 	// attachments (their instances restart).
 	Replace bool `json:"replace,omitempty"`
+
+	// OAuth client identity of a remote server that wants OAuth: a
+	// pre-registered client id (its secret, for a confidential client, in
+	// mcp:<server>:client-secret), or a client ID metadata document URL;
+	// neither means dynamic registration. Scopes are asked for when the
+	// server names none.
+	ClientID          string   `json:"clientId,omitempty"`
+	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"`
 }
 
 // AddResult answers a registration.
 type AddResult struct {
 	Server   *registry.Server `json:"server"`
 	Warnings []string         `json:"warnings,omitempty"`
+	// OAuth: the server wants OAuth and has no token yet (authorize it
+	// with `mcp-gateway auth NAME`).
+	OAuth bool `json:"oauth,omitempty"`
 }
 
 // AddServer validates and registers a server, then lists its tools once
@@ -68,6 +81,7 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	if err != nil {
 		return nil, err
 	}
+	h.detectOAuth(ctx, srv, req)
 	h.mu.Lock()
 	old := h.state.Servers[srv.Name]
 	if old != nil && !req.Replace {
@@ -101,12 +115,19 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	}
 	h.mu.Unlock()
 
-	if err := h.listTools(ctx, srv.Name); err != nil {
+	needsAuth := false
+	if srv.OAuth != nil {
+		rec, _ := h.tokenStore().Load(srv.Name, srv.URL)
+		needsAuth = rec == nil
+	}
+	if needsAuth {
+		warnings = append(warnings, fmt.Sprintf("it wants OAuth: authorize it with `mcp-gateway auth %s`; until then its tools are not known", srv.Name))
+	} else if err := h.listTools(ctx, srv.Name); err != nil {
 		warnings = append(warnings, fmt.Sprintf("its tools could not be listed yet, so mcp-find knows only its name and description: %v", err))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings}, nil
+	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings, OAuth: needsAuth}, nil
 }
 
 // buildServer turns a request into a registration, or says what is wrong.
@@ -679,9 +700,13 @@ func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResul
 	}
 	startCtx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
+	needsAuth := false
 	if err := sb.gw.Router.StartServer(startCtx, server); err != nil {
-		_ = sb.gw.Router.Remove(server)
-		return nil, fmt.Errorf("mcp server %q did not start, so it is not loaded: %w", server, err)
+		if h.state.Servers[server].OAuth == nil || !errors.Is(err, oauth.ErrNotAuthorized) {
+			_ = sb.gw.Router.Remove(server)
+			return nil, fmt.Errorf("mcp server %q did not start, so it is not loaded: %w", server, err)
+		}
+		needsAuth = true // attached; its <server>-authorize tool stands for it
 	}
 	rec.Servers = append(rec.Servers, server)
 	if err := h.save(); err != nil {
@@ -689,7 +714,14 @@ func (h *Host) load(ctx context.Context, server, sandboxName string) (*LoadResul
 		_ = sb.gw.Router.Remove(server)
 		return nil, err
 	}
-	return &LoadResult{Server: server, Tools: sb.gw.Router.Tools(server)}, nil
+	if h.state.Servers[server].OAuth != nil {
+		h.refreshBuiltins(sb, rec.Servers)
+	}
+	res := &LoadResult{Server: server, Tools: sb.gw.Router.Tools(server)}
+	if needsAuth {
+		res.Tools = []json.RawMessage{authorizeTool(server)}
+	}
+	return res, nil
 }
 
 // Unload detaches a server from a sandbox: its tools leave the view

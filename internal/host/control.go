@@ -133,6 +133,24 @@ func (h *Host) ControlHandler() http.Handler {
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}/servers/{server}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) { return struct{}{}, h.Unload(r.PathValue("server"), r.PathValue("name")) })
 	})
+	mux.HandleFunc("POST /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, func() (any, error) {
+			u, err := h.AuthStart(r.Context(), r.PathValue("name"))
+			return map[string]string{"url": u}, err
+		})
+	})
+	mux.HandleFunc("POST /v1/auth/{name}/wait", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, func() (any, error) { return h.AuthWait(r.Context(), r.PathValue("name")) })
+	})
+	mux.HandleFunc("GET /v1/auth", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, func() (any, error) { return h.AuthStatus() })
+	})
+	mux.HandleFunc("DELETE /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, func() (any, error) {
+			removed, err := h.AuthRemove(r.PathValue("name"), r.URL.Query().Get("all") == "1")
+			return map[string]any{"removed": removed}, err
+		})
+	})
 	h.governanceRoutes(mux)
 	return h.audited(mux)
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
+	// OAuthCallback is the loopback address the OAuth callback of `auth`
+	// listens on; "" means 127.0.0.1 on any free port.
+	OAuthCallback string
 }
 
 // Host is the daemon's core: the registry, the secrets, and a running
@@ -88,6 +91,8 @@ type Host struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	oauth hostOAuth // OAuth tokens and authorizations in progress (oauth.go)
 }
 
 // sandbox is one running sandbox: its gateway over its own server instances.
@@ -288,7 +293,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	sb.gw.Guard = h.guardFor(sb)
-	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
+	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}
 	for _, name := range rec.Servers {
@@ -325,6 +330,8 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	}
 	o := h.opts.Attach
 	o.Guard = h.guard(srv)
+	o.TokenStore = h.tokenStore()
+	o.OnUnauthorized = h.grantLost
 	attach.Add(gw, spec, lookup, o)
 	return nil
 }
@@ -363,7 +370,7 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 		if err := h.checkSecrets(srv); err != nil {
 			return mcpconfig.Server{}, err
 		}
-		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers}, nil
+		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers, OAuth: srv.OAuth}, nil
 	}
 	dir := h.instanceDir(sandbox, srv.Name)
 	secret := h.secretLookup(srv)

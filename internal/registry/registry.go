@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
 // File names in the state directory.
@@ -48,6 +49,10 @@ type Server struct {
 	// metadata URL's) reach private, loopback and link-local addresses
 	// without a warning; cloud-metadata ones stay refused.
 	AllowPrivateAddress bool `json:"allowPrivateAddress,omitempty"`
+	// OAuth is set for a remote server that wants OAuth (detected at
+	// registration from its 401): how the gateway authorizes (the client
+	// identity); its tokens are in the secret store (internal/oauth).
+	OAuth *mcpconfig.OAuth `json:"oauth,omitempty"`
 
 	// A local server: the command run once per sandbox, its arguments,
 	// working directory and environment (values may hold ${name}

@@ -121,6 +121,14 @@ type HTTPOptions struct {
 	// do, then holds no long-lived connection, no goroutine for it and no
 	// stream on the server.
 	ListenAtStart bool
+	// ParamHeaders, shared by the upstreams of one server, remembers the
+	// tools' Mcp-Param-* arguments from tools/list; nil means one of this
+	// upstream's own.
+	ParamHeaders *ParamHeaders
+	// Auth, when set, is the server's OAuth client: it gives the token of
+	// every request and handles a 401 (see Authorizer). Headers should then
+	// hold no Authorization.
+	Auth Authorizer
 }
 
 // HTTP is a remote MCP server reached over streamable HTTP or the legacy
@@ -143,6 +151,8 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
+	// paramHeaders: the tools' Mcp-Param-* arguments (modern_http.go).
+	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
 	// at any moment.
 	rootsDeclared bool
@@ -198,6 +208,10 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		rootsDeclared: wire.Get(opts.Capabilities, "roots") != nil,
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),
+		paramHeaders:  opts.ParamHeaders,
+	}
+	if h.paramHeaders == nil {
+		h.paramHeaders = &ParamHeaders{}
 	}
 	if h.client == nil {
 		guard := opts.Guard
@@ -336,12 +350,15 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
-		if opensStream(method) {
+		if opensStream(method) && !s.modern.Load() {
 			s.startListening(ctx)
 		}
 		resp, err := s.call(ctx, method, params)
 		switch {
 		case err == nil:
+			if method == "tools/list" && resp.Error == nil {
+				h.paramHeaders.learn(resp.Result)
+			}
 			return &resp, nil
 		case errors.Is(err, errSessionExpired) && !retried:
 			h.log.Info(fmt.Sprintf("mcp server %q no longer knows the session; starting a new one", h.opts.Name))
@@ -369,7 +386,7 @@ func (h *HTTP) Notify(ctx context.Context, method string, params json.RawMessage
 		}
 		return fmt.Errorf("mcp server %q: cannot send %s: %w", h.opts.Name, method, ErrNotRunning)
 	}
-	if opensStream(method) {
+	if opensStream(method) && !s.modern.Load() {
 		s.startListening(ctx)
 	}
 	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params))
@@ -563,7 +580,7 @@ func (h *HTTP) connectStreamable(ctx context.Context) (*session, error) {
 		s.shutdown(false)
 		return nil, err
 	}
-	if h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers {
+	if !s.modern.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers) {
 		s.startListening(ctx)
 	}
 	return s, nil
@@ -596,5 +613,9 @@ func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage
 
 // send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
+	req = withModernHeaders(req)
+	if h.opts.Auth != nil {
+		return h.sendAuthorized(req)
+	}
 	return h.client.Do(req)
 }

@@ -69,6 +69,8 @@ type session struct {
 	finished    bool                               // stopped: ctx cancelled, pending calls failed
 	idle        *sync.Cond                         // on mu: pending shrank or the session stopped
 	isDown      atomic.Bool                        // end != nil, for the lock-free fast path
+	// modern: a server of the 2026-07-28 era, no session (modern_http.go).
+	modern atomic.Bool
 }
 
 // remoteCall is a call waiting for its response.
@@ -115,6 +117,9 @@ func (s *session) name() string { return s.h.opts.Name }
 // initialize performs the MCP handshake on a new session.
 func (s *session) initialize(ctx context.Context) error {
 	resp, err := s.call(ctx, "initialize", s.h.initParams)
+	if initializeRefused(err, resp) && s.discoverModern(ctx) {
+		return nil // a server of the 2026-07-28 era, which has no initialize
+	}
 	switch {
 	case errors.Is(err, errSessionExpired) || errors.Is(err, errNotSent):
 		return s.endError("initialize")
@@ -177,6 +182,14 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	s.pending[id] = c
 	s.mu.Unlock()
 
+	if s.modern.Load() {
+		params = modernMeta(params, s.h.opts.ClientInfo, s.h.opts.Capabilities)
+	}
+	hdr := modernHeaders(method, params)
+	if method == "tools/call" {
+		s.h.paramHeaders.add(hdr, params)
+	}
+	reqCtx = context.WithValue(reqCtx, modernHeadersKey{}, hdr)
 	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)
 	var err error
 	if s.sse {
@@ -580,6 +593,9 @@ func (s *session) cancelIncoming(params json.RawMessage) bool {
 // notification, an answer to the server, or (legacy transport) a request,
 // whose response comes on the event stream.
 func (s *session) postMessage(ctx context.Context, what string, body []byte) error {
+	if strings.HasPrefix(what, "notifications/") && ctx.Value(modernHeadersKey{}) == nil {
+		ctx = context.WithValue(ctx, modernHeadersKey{}, http.Header{"Mcp-Method": {what}})
+	}
 	resp, err := s.do(ctx, http.MethodPost, body, "")
 	if err != nil {
 		return s.transportError(what, err)
@@ -767,7 +783,8 @@ func (s *session) credentialsError(resp *http.Response) error {
 
 func (s *session) transportError(what string, err error) error {
 	err = netError(err)
-	if isContextError(err) {
+	var ae *authError
+	if isContextError(err) || errors.As(err, &ae) {
 		return err
 	}
 	var refused *netguard.RefusedError

@@ -72,10 +72,24 @@ func (r *result) holds() bool { return r != nil && r.Outcome >= outNA }
 // server-<scenario>-<ISO time with : and . as ->.
 var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
+// clientResultDir is a client scenario's: <scenario>-<time>, the auth/
+// scenarios' in a directory auth/.
+var clientResultDir = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
 // readResults reads every <dir>/server-<scenario>-<time>/checks.json. A
 // directory without checks.json is a scenario the suite skipped as not
 // applicable: it counts as n/a.
 func readResults(dir string) (map[string]*result, error) {
+	return readResultsIn(dir, resultDir, "")
+}
+
+// readClientResults reads a client run's <dir>/<scenario>-<time> and
+// <dir>/auth/<scenario>-<time>, the scenarios named auth/<scenario>.
+func readClientResults(dir string) (map[string]*result, error) {
+	return readResultsIn(dir, clientResultDir, "")
+}
+
+func readResultsIn(dir string, pattern *regexp.Regexp, prefix string) (map[string]*result, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -88,11 +102,21 @@ func readResults(dir string) (map[string]*result, error) {
 		if !e.IsDir() {
 			continue
 		}
-		m := resultDir.FindStringSubmatch(e.Name())
+		m := pattern.FindStringSubmatch(e.Name())
+		if m == nil && pattern == clientResultDir && prefix == "" {
+			sub, err := readResultsIn(filepath.Join(dir, e.Name()), pattern, e.Name()+"/")
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range sub {
+				out[k] = v
+			}
+			continue
+		}
 		if m == nil {
 			return nil, fmt.Errorf("%s: unexpected result directory %q (has the suite's output layout changed?)", dir, e.Name())
 		}
-		scenario := m[1]
+		scenario := prefix + m[1]
 		if out[scenario] != nil {
 			return nil, fmt.Errorf("%s: scenario %s has two result directories", dir, scenario)
 		}
@@ -187,11 +211,15 @@ type configResult struct {
 }
 
 func compareConfig(c suiteConfig, dir string, gaps map[string]*knownGap) (*configResult, error) {
-	direct, err := readResults(filepath.Join(dir, "direct"))
+	read := readResults
+	if c.Client {
+		read = readClientResults
+	}
+	direct, err := read(filepath.Join(dir, "direct"))
 	if err != nil {
 		return nil, err
 	}
-	gateway, err := readResults(filepath.Join(dir, "gateway"))
+	gateway, err := read(filepath.Join(dir, "gateway"))
 	if err != nil {
 		return nil, err
 	}

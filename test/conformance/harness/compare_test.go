@@ -229,3 +229,26 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// The client scenarios' layout: <scenario>-<time>, and auth/<scenario>-<time>.
+func TestReadClientResults(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, checks string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "checks.json"), []byte(checks), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tools_call-2026-12-01T14-28-45-821Z", `[{"id":"a","status":"SUCCESS"}]`)
+	write("auth/client-credentials-jwt-2026-12-01T14-28-45-822Z", `[{"id":"b","status":"FAILURE"}]`)
+	got, err := readClientResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["tools_call"].Outcome != outPass || got["auth/client-credentials-jwt"].Outcome != outFail {
+		t.Fatalf("read %v", got)
+	}
+}

@@ -1,13 +1,16 @@
 // Command harness runs the official MCP conformance suite against the Go SDK's
 // conformance fixture twice in one run, directly and through mcp-gateway, and
 // fails when a scenario that passes directly does not pass through the gateway
-// (unless test/conformance/known-gaps.txt lists it). It writes the comparison
-// to <out>/report.md and, on a full run, to docs/conformance.md.
+// (unless test/conformance/known-gaps.txt lists it). It does the same with the
+// suite's client scenarios: the SDK's everything-client directly, and through
+// the gateway by test/conformance/clientdriver (the gateway as OAuth client).
+// It writes the comparison to <out>/report.md and, on a full run, to
+// docs/conformance.md.
 //
 // Run it from the repository root, after `npm ci` in test/npm (make
 // conformance does both):
 //
-//	go run ./test/conformance/harness                            # all three configurations
+//	go run ./test/conformance/harness                            # every configuration
 //	go run ./test/conformance/harness -configs alpha-2026-07-28  # just one
 //
 // Exit codes: 0 all good, 1 the comparison failed (a regression, a stale
@@ -35,6 +38,10 @@ type suiteConfig struct {
 	Args    []string // what selects the scenarios
 	Fixture string   // the fixture the direct run targets: stateful or stateless
 	About   string   // one line for the report
+	// Client: the suite's client scenarios (`conformance client`): the
+	// SDK's everything-client directly at each scenario server, and
+	// through the gateway by clientdriver. Fixture is then unused.
+	Client bool
 }
 
 var allConfigs = []suiteConfig{
@@ -50,9 +57,19 @@ var allConfigs = []suiteConfig{
 		Name: "alpha-2026-07-28", Package: "conf-alpha", Args: []string{"--requirements", "2026-07-28"}, Fixture: stateless,
 		About: "the scenarios the 2026-07-28 revision requires (stateless, no `initialize`); direct target: the fixture in its default stateless mode",
 	},
+	{
+		Name: "client-2025-11-25", Package: "conf-alpha", Args: []string{"--requirements", "2025-11-25"}, Client: true,
+		About: "the client scenarios the 2025-11-25 revision requires (OAuth above all), plus the extensions it runs unscored; directly: the Go SDK's everything-client; through the gateway: `clientdriver`, the gateway doing the OAuth",
+	},
+	{
+		Name: "client-2026-07-28", Package: "conf-alpha", Args: []string{"--requirements", "2026-07-28"}, Client: true,
+		About: "the client scenarios the 2026-07-28 revision requires, plus the extensions it runs unscored; as client-2025-11-25",
+	},
 }
 
 const (
+	clientPkg  = "github.com/modelcontextprotocol/go-sdk/conformance/everything-client"
+	driverPkg  = "./test/conformance/clientdriver"
 	stateful   = "stateful"
 	stateless  = "stateless"
 	fixturePkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
@@ -96,6 +113,13 @@ func run() int {
 		return 2
 	}
 
+	modeConfigs := allConfigs
+	if *proxy != "" { // client scenarios do not go through the proxy
+		modeConfigs = serverConfigs(allConfigs)
+		if *configs == "" {
+			*configs = configNames(modeConfigs)
+		}
+	}
 	selected, err := selectConfigs(*configs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -136,7 +160,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 2
 	}
-	rep := &report{Meta: h.meta, Problems: h.problems, All: len(selected) == len(allConfigs)}
+	rep := &report{Meta: h.meta, Problems: h.problems, All: len(selected) == len(modeConfigs)}
 	for _, c := range selected {
 		cr, err := compareConfig(c, filepath.Join(h.out, c.Name), gaps.forConfig(c.Name))
 		if err != nil {
@@ -171,6 +195,16 @@ func run() int {
 	}
 	fmt.Println("conformance: ok")
 	return 0
+}
+
+func serverConfigs(cs []suiteConfig) []suiteConfig {
+	var out []suiteConfig
+	for _, c := range cs {
+		if !c.Client {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func configNames(cs []suiteConfig) string {

@@ -79,7 +79,22 @@ func (r *report) markdown() string {
 	}
 	p("\n")
 
+	clientIntro := false
 	for _, c := range r.Configs {
+		if c.Config.Client && !clientIntro {
+			clientIntro = true
+			p("## Client scenarios: the gateway as a client\n\n")
+			p("The suite's client scenarios (`conformance client`) start a scenario server per scenario,\n")
+			p("most of them an OAuth authorization server with an MCP server behind it, and check what the\n")
+			p("client does. **Directly**: the Go SDK's `conformance/everything-client` at the scenario server.\n")
+			p("**Through the gateway**: [`test/conformance/clientdriver`](../test/conformance/clientdriver)\n")
+			p("puts `mcp-gateway` between the same client and the scenario server, the gateway doing the\n")
+			p("OAuth itself: `serve` with the server's `oauth` entry (`client_credentials`) for\n")
+			p("`auth/client-credentials-*`; a host (`server add`, `auth`, the driver playing the person's\n")
+			p("browser, a sandbox) for the other `auth/` scenarios; `serve` for the rest. The same rule holds:\n")
+			p("every scenario that passes directly passes through the gateway, unless known-gaps.txt lists it.\n")
+			p("See [oauth.md](oauth.md).\n\n")
+		}
 		p("## %s\n\n", c.Config.Name)
 		p("`%s %s`: %s.\n\n", c.Config.Package, strings.Join(c.Config.Args, " "), c.Config.About)
 		p("%s\n\n", c.summary().line())
@@ -181,6 +196,9 @@ func note(r row) string {
 		n = strings.Join(parts, "; ")
 	case vFailsDirectly:
 		n = "fails directly: " + issue(r.Direct)
+		if r.Gateway.holds() {
+			n = "passes through the gateway only; fails directly: " + issue(r.Direct)
+		}
 	case vKnownGap:
 		n = "known gap: " + r.Gap.Reason
 	case vRegression:

@@ -88,7 +88,7 @@ func (h *harness) runAll(ctx context.Context) error {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin+string(os.PathSeparator), "./cmd/mcp-gateway", fixturePkg)
+	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin+string(os.PathSeparator), "./cmd/mcp-gateway", fixturePkg, clientPkg, driverPkg)
 	build.Dir = h.root
 	if b, err := build.CombinedOutput(); err != nil {
 		return setupErr("go build: %v\n%s", err, b)
@@ -97,9 +97,37 @@ func (h *harness) runAll(ctx context.Context) error {
 	fixtureBin := filepath.Join(bin, "everything-server")
 	h.readBuildInfo(fixtureBin)
 
+	if len(serverConfigs(h.configs)) > 0 {
+		if err := h.runServerConfigs(ctx, gatewayBin, fixtureBin); err != nil {
+			return err
+		}
+	}
+	for _, c := range h.configs {
+		if !c.Client {
+			continue
+		}
+		if err := h.runClientSuite(ctx, c, "direct", filepath.Join(bin, "everything-client"), nil); err != nil {
+			return err
+		}
+		logs := filepath.Join(h.out, c.Name, "gateway-logs")
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return setupErr("%v", err)
+		}
+		env := []string{"CLIENTDRIVER_GATEWAY=" + gatewayBin, "CLIENTDRIVER_CLIENT=" + filepath.Join(bin, "everything-client"), "CLIENTDRIVER_LOGDIR=" + logs}
+		if err := h.runClientSuite(ctx, c, "gateway", filepath.Join(bin, "clientdriver"), env); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// runServerConfigs runs the server configurations: the fixture directly
+// and through one gateway.
+func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin string) error {
+
 	// The fixture over HTTP, once per mode the selected configurations need.
 	fixtureURL := map[string]string{}
-	for _, c := range h.configs {
+	for _, c := range serverConfigs(h.configs) {
 		mode := c.Fixture
 		if fixtureURL[mode] != "" {
 			continue
@@ -179,7 +207,7 @@ func (h *harness) runAll(ctx context.Context) error {
 		}
 	}
 
-	for _, c := range h.configs {
+	for _, c := range serverConfigs(h.configs) {
 		if err := h.runSuite(ctx, c, "direct", fixtureURL[c.Fixture]); err != nil {
 			return err
 		}
@@ -208,6 +236,19 @@ func (h *harness) problem(format string, a ...any) {
 // runSuite runs one configuration of the suite against one target; results
 // land in <out>/<config>/<target>/, its output in <out>/<config>/<target>.log.
 func (h *harness) runSuite(ctx context.Context, c suiteConfig, target, url string) error {
+	return h.runConformance(ctx, c, target, []string{"server", "--url", url}, nil)
+}
+
+// runClientSuite runs one configuration of the client scenarios with
+// command as the client (the suite appends each scenario's URL); env is
+// added to the suite's environment, which the command inherits.
+func (h *harness) runClientSuite(ctx context.Context, c suiteConfig, target, command string, env []string) error {
+	return h.runConformance(ctx, c, target, []string{"client", "--command", command}, env)
+}
+
+// runConformance runs the suite with mode ("server --url URL" or "client
+// --command CMD") and the configuration's arguments.
+func (h *harness) runConformance(ctx context.Context, c suiteConfig, target string, mode, env []string) error {
 	dir := filepath.Join(h.out, c.Name, target)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return setupErr("%v", err)
@@ -219,7 +260,7 @@ func (h *harness) runSuite(ctx context.Context, c suiteConfig, target, url strin
 	}
 	defer logFile.Close()
 
-	args := append([]string{filepath.Join(h.root, "test", "npm", "node_modules", c.Package, "dist", "index.js"), "server", "--url", url}, c.Args...)
+	args := append(append([]string{filepath.Join(h.root, "test", "npm", "node_modules", c.Package, "dist", "index.js")}, mode...), c.Args...)
 	args = append(args, "-o", dir)
 	fmt.Fprintf(logFile, "$ node %s\n\n", strings.Join(args, " "))
 
@@ -227,7 +268,7 @@ func (h *harness) runSuite(ctx context.Context, c suiteConfig, target, url strin
 	defer cancel()
 	cmd := exec.CommandContext(sctx, h.node, args...)
 	cmd.Dir = h.root
-	cmd.Env = h.env
+	cmd.Env = append(append([]string(nil), h.env...), env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

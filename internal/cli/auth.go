@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
+)
+
+// runAuth is `mcp-gateway auth NAME | status | rm`.
+func runAuth(args []string, stdout, stderr io.Writer) int {
+	var asJSON, all bool
+	cmds := []adminCommand{
+		{
+			name: "login", synopsis: "NAME",
+			text: `Authorize a registered remote server that wants OAuth: prints the URL to open in
+a browser, waits for the authorization server to send the browser back to the
+host's loopback callback, and stores the tokens (encrypted, bound to the server's
+URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are the same.`,
+			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
+				name, err := one(args, "server NAME")
+				if err != nil {
+					return err
+				}
+				return authorize(ctx, c, name, stdout)
+			},
+		},
+		{
+			name: "status", synopsis: "status [--json]",
+			text:  "Show, per remote server that wants OAuth, whether it is authorized, its token's expiry and scopes (never a token).",
+			flags: func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
+			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
+				var list []oauth.Status
+				if err := c.Do(ctx, http.MethodGet, "/v1/auth", nil, &list); err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(stdout, list)
+				}
+				tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SERVER\tAUTHORIZED\tEXPIRES\tSCOPES\tISSUER")
+				for _, s := range list {
+					exp := "-"
+					if !s.Expiry.IsZero() {
+						exp = s.Expiry.UTC().Format(time.RFC3339)
+					}
+					authorized := "no"
+					if s.Authorized {
+						authorized = "yes"
+					}
+					if s.Error != "" {
+						authorized = "no (" + s.Error + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server, authorized, exp, dash(strings.Join(s.Scopes, " ")), dash(s.Issuer))
+				}
+				return tw.Flush()
+			},
+		},
+		{
+			name: "rm", synopsis: "rm NAME | --all",
+			text:  "Forget the OAuth tokens of a server (or of every server with --all); it must be authorized again.",
+			flags: func(fs *flag.FlagSet) { fs.BoolVar(&all, "all", false, "forget the tokens of every server") },
+			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
+				path := "/v1/auth/-?all=1"
+				if !all {
+					name, err := one(args, "server NAME (or --all)")
+					if err != nil {
+						return err
+					}
+					path = "/v1/auth/" + url.PathEscape(name)
+				} else if len(args) > 0 {
+					return usagef("give a server NAME or --all, not both")
+				}
+				var res struct{ Removed []string }
+				if err := c.Do(ctx, http.MethodDelete, path, nil, &res); err != nil {
+					return err
+				}
+				for _, n := range res.Removed {
+					fmt.Fprintf(stdout, "forgot the OAuth tokens of mcp server %q\n", n)
+				}
+				if len(res.Removed) == 0 {
+					fmt.Fprintln(stdout, "no server had OAuth tokens")
+				}
+				return nil
+			},
+		},
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && args[0] != "help" && args[0] != "status" && args[0] != "rm" && args[0] != "login" {
+		args = append([]string{"login"}, args...)
+	}
+	return runAdmin("auth", cmds, args, stdout, stderr)
+}
+
+// authorize runs a server's authorization: the host starts it and gives
+// the URL, the person opens it, the host's callback completes it.
+func authorize(ctx context.Context, c *host.Client, name string, stdout io.Writer) error {
+	var start struct{ URL string }
+	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name), nil, &start); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "To authorize mcp server %q, open this URL in a browser on this host:\n\n  %s\n\nWaiting for the authorization...\n", name, start.URL)
+	var st oauth.Status
+	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name)+"/wait", nil, &st); err != nil {
+		return err
+	}
+	scopes := strings.Join(st.Scopes, " ")
+	if scopes == "" {
+		scopes = "none named"
+	}
+	fmt.Fprintf(stdout, "mcp server %q is authorized (issuer %s, scopes: %s)\n", name, st.Issuer, scopes)
+	return nil
+}

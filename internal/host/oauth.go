@@ -1,0 +1,402 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
+	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
+)
+
+// OAuth on the host: a remote server that answers 401 at registration is
+// marked as wanting OAuth; a person authorizes it once with `mcp-gateway
+// auth NAME` (or an agent with its <server>-authorize tool); its tokens are
+// kept encrypted in the secret store, bound to the server's URL and to the
+// issuer that granted them, and shared by every sandbox the server is
+// attached to (one grant per server: the person who registers a server on
+// the host authorizes it for the host's sandboxes).
+
+// ClientSecretKey is the secret of a pre-registered confidential client:
+// mcp:<server>:client-secret.
+const ClientSecretKey = "client-secret"
+
+// authFlowTimeout bounds how long an authorization waits for the person.
+const authFlowTimeout = 10 * time.Minute
+
+type hostOAuth struct {
+	once  sync.Once
+	store *oauth.Versioned
+
+	mu    sync.Mutex
+	flows map[string]*authFlow // by server
+}
+
+// authFlow is an authorization in progress.
+type authFlow struct {
+	url  string
+	done chan struct{}
+	err  error
+	rec  *oauth.Record
+}
+
+// tokenStore is the host's OAuth token store, in the secret store.
+func (h *Host) tokenStore() *oauth.Versioned {
+	h.oauth.once.Do(func() {
+		h.oauth.store = &oauth.Versioned{Store: oauth.SecretStore{S: h.secrets}}
+		h.oauth.flows = map[string]*authFlow{}
+	})
+	return h.oauth.store
+}
+
+// oauthClient makes a server's requests to its authorization server,
+// through the server's address checks.
+func (h *Host) oauthClient(srv *registry.Server) *http.Client {
+	return &http.Client{Transport: upstream.NewHTTPClient(srv.Name, h.guard(srv)).Transport, Timeout: 30 * time.Second}
+}
+
+// detectOAuth probes a remote server being registered without headers: a
+// 401 (or 403) to a request without credentials means it wants OAuth. A
+// --client-id says so without a probe's answer.
+func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req ServerRequest) {
+	if srv.URL == "" || (len(srv.Headers) > 0 && req.ClientID == "") {
+		// Headers (an API key, a bearer secret) are how this server is
+		// reached; a probe without them would take their 401 for OAuth.
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, resp, err := oauth.Probe(pctx, srv.Name, srv.URL, h.oauthClient(srv))
+	if err != nil && req.ClientID == "" {
+		return // no 401: the server is used without OAuth (a --client-id says it wants it)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	o := &mcpconfig.OAuth{Grant: mcpconfig.GrantAuthorizationCode, ClientID: req.ClientID, ClientMetadataURL: req.ClientMetadataURL, Scopes: req.Scopes}
+	if req.ClientID != "" {
+		o.ClientSecret = "${" + ClientSecretKey + "}"
+	}
+	srv.OAuth = o
+}
+
+// AuthStart begins the authorization of a registered server by a person:
+// it returns the URL to open; the flow completes when the authorization
+// server redirects the browser to the gateway's loopback callback (see
+// AuthWait). An authorization already in progress for the server is
+// replaced.
+func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
+	h.mu.Lock()
+	srv := h.state.Servers[name]
+	if srv == nil {
+		h.mu.Unlock()
+		return "", h.unknownServer(name)
+	}
+	if !srv.Remote() {
+		h.mu.Unlock()
+		return "", fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
+	}
+	spec, _ := h.instanceSpec(srv, "", nil)
+	lookup := h.secretLookup(srv)
+	client := h.oauthClient(srv)
+	h.mu.Unlock()
+
+	cfg := oauth.FlowConfig{Server: name, URL: srv.URL, Client: client}
+	if spec.OAuth == nil {
+		spec.OAuth = &mcpconfig.OAuth{Grant: mcpconfig.GrantAuthorizationCode}
+	}
+	o := *spec.OAuth
+	if o.ClientSecret != "" {
+		if v, ok := lookup(ClientSecretKey); ok {
+			o.ClientSecret = v
+		} else {
+			o.ClientSecret = "" // a public pre-registered client
+		}
+	}
+	cfg.ClientID, cfg.ClientSecret, cfg.ClientMetadataURL, cfg.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+
+	lb, err := oauth.NewLoopback(orDefault(h.opts.OAuthCallback, "127.0.0.1:0"))
+	if err != nil {
+		return "", fmt.Errorf("mcp server %q: %w", name, err)
+	}
+	cfg.RedirectURL = lb.RedirectURL()
+	urls := make(chan string, 1)
+	cfg.Fetch = lb.Fetcher(func(u string) { urls <- u })
+	f := &authFlow{done: make(chan struct{})}
+	h.tokenStore()
+	h.oauth.mu.Lock()
+	h.oauth.flows[name] = f
+	h.oauth.mu.Unlock()
+	go func() {
+		defer lb.Close()
+		fctx, cancel := context.WithTimeout(context.Background(), authFlowTimeout)
+		defer cancel()
+		go func() { // the daemon's shutdown ends a flow still waiting
+			select {
+			case <-h.closed:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		rec, err := oauth.Authorize(fctx, cfg)
+		if err == nil {
+			err = h.tokenStore().Save(name, srv.URL, rec)
+		}
+		f.rec, f.err = rec, err
+		close(f.done)
+		if err != nil {
+			h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "err", err)
+			return
+		}
+		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "issuer", rec.Issuer, "scopes", rec.Scopes)
+		h.authorized(name)
+	}()
+	select {
+	case u := <-urls:
+		f.url = u
+		return u, nil
+	case <-f.done:
+		return "", f.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// AuthWait waits for the authorization of a server begun by AuthStart.
+func (h *Host) AuthWait(ctx context.Context, name string) (*oauth.Status, error) {
+	h.tokenStore()
+	h.oauth.mu.Lock()
+	f := h.oauth.flows[name]
+	h.oauth.mu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("mcp server %q: no authorization in progress; start one with `mcp-gateway auth %s`", name, name)
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mcp server %q: gave up waiting for the authorization: %w", name, ctx.Err())
+	}
+	h.oauth.mu.Lock()
+	if h.oauth.flows[name] == f {
+		delete(h.oauth.flows, name)
+	}
+	h.oauth.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	st := f.rec.Status(name)
+	return &st, nil
+}
+
+// authorized restarts the server's instances in the sandboxes it is
+// attached to, so its tools appear (with list_changed), and lists its
+// tools for mcp-find.
+func (h *Host) authorized(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
+	defer cancel()
+	h.mu.Lock()
+	for _, sb := range h.attachedTo(name) {
+		if err := h.restartInstance(ctx, sb, name); err != nil {
+			h.log.Warn(fmt.Sprintf("sandbox %q: mcp server %q did not start after its authorization", sb.name, name), "err", err)
+		}
+	}
+	h.mu.Unlock()
+	if err := h.listTools(ctx, name); err != nil {
+		h.log.Warn(fmt.Sprintf("mcp server %q: its tools could not be listed after its authorization", name), "err", err)
+	}
+}
+
+func (h *Host) startTimeout() time.Duration {
+	if h.opts.StartTimeout > 0 {
+		return h.opts.StartTimeout
+	}
+	return 60 * time.Second
+}
+
+// AuthStatus describes the authorization of every remote server that
+// wants OAuth (or has a token): never a token.
+func (h *Host) AuthStatus() ([]oauth.Status, error) {
+	h.mu.Lock()
+	var list []*registry.Server
+	for _, srv := range h.state.Servers {
+		if srv.Remote() {
+			list = append(list, srv)
+		}
+	}
+	h.mu.Unlock()
+	slices.SortFunc(list, func(a, b *registry.Server) int { return compareStrings(a.Name, b.Name) })
+	out := []oauth.Status{}
+	for _, srv := range list {
+		rec, err := h.tokenStore().Load(srv.Name, srv.URL)
+		if err != nil {
+			out = append(out, oauth.Status{Server: srv.Name, Error: err.Error()})
+			continue
+		}
+		if rec == nil && srv.OAuth == nil {
+			continue
+		}
+		out = append(out, rec.Status(srv.Name))
+	}
+	return out, nil
+}
+
+// AuthRemove forgets the tokens of a server (or of all with all): it is
+// unauthorized from its next request on.
+func (h *Host) AuthRemove(name string, all bool) ([]string, error) {
+	h.mu.Lock()
+	var names []string
+	if all {
+		for n, srv := range h.state.Servers {
+			if srv.Remote() {
+				names = append(names, n)
+			}
+		}
+	} else {
+		if h.state.Servers[name] == nil && !h.secrets.Has("mcp:"+name+":"+oauth.SecretKey) {
+			h.mu.Unlock()
+			return nil, h.unknownServer(name)
+		}
+		names = []string{name}
+	}
+	h.mu.Unlock()
+	slices.Sort(names)
+	var removed []string
+	for _, n := range names {
+		if !h.secrets.Has("mcp:" + n + ":" + oauth.SecretKey) {
+			continue
+		}
+		if err := h.tokenStore().Remove(n); err != nil {
+			return removed, err
+		}
+		removed = append(removed, n)
+		h.restartAttached(n) // its tools leave the sandboxes; its authorize tool stays
+	}
+	if !all && len(removed) == 0 {
+		return nil, fmt.Errorf("mcp server %q has no OAuth token", name)
+	}
+	return removed, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// authorizeSuffix names a server's authorize tool: <server>-authorize.
+const authorizeSuffix = "-authorize"
+
+// authorizeTool is the definition of a server's authorize tool.
+func authorizeTool(server string) json.RawMessage {
+	def := map[string]any{
+		"name":  server + authorizeSuffix,
+		"title": "Authorize " + server,
+		"description": fmt.Sprintf("Authorize the gateway to use the remote MCP server %q for you (OAuth). Returns a URL the user must open in a browser "+
+			"on the gateway's host to sign in and consent; once they have, %q's tools appear (tools/list_changed). Call it again to re-authorize, "+
+			"e.g. after a call failed saying the server is not authorized.", server, server),
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		"annotations": map[string]any{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+	}
+	b, _ := json.Marshal(def)
+	return b
+}
+
+// authorizeTools are the <server>-authorize tools of a sandbox's servers
+// that want OAuth; they stay listed once the server is authorized, to
+// re-authorize it. Called with h.mu held.
+func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
+	var out []gateway.Builtin
+	for _, name := range servers {
+		srv := h.state.Servers[name]
+		if srv == nil || srv.OAuth == nil {
+			continue
+		}
+		out = append(out, gateway.Builtin{Tool: authorizeTool(name), Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
+			return h.authorizeCall(ctx, c, name)
+		}})
+	}
+	return out
+}
+
+// refreshBuiltins gives a running sandbox its built-in tools anew (after a
+// server that wants OAuth was attached). Called with h.mu held.
+func (h *Host) refreshBuiltins(sb *sandbox, servers []string) {
+	if err := sb.gw.Router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(servers)...)); err != nil {
+		h.log.Error("built-in tools", "err", err)
+	}
+}
+
+// authorizeCall starts the server's authorization and gives the user its
+// URL: as a URL-mode elicitation to a client that supports them (the
+// client shows it to the user), and in the result in any case. The flow
+// completes in the background when the browser comes back.
+func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name string) (json.RawMessage, error) {
+	u, err := h.AuthStart(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	elicitation := ""
+	if c != nil {
+		params, _ := json.Marshal(map[string]any{
+			"mode": "url", "url": u, "elicitationId": "authorize-" + name + "-" + fmt.Sprint(time.Now().UnixNano()),
+			"message": fmt.Sprintf("Sign in to authorize the gateway to use the MCP server %q.", name),
+		})
+		res, asked, err := c.Ask(ctx, "elicitation/create", params)
+		switch {
+		case err != nil:
+			elicitation = fmt.Sprintf("the URL could not be shown to the user by the client (%v)", err)
+		case asked:
+			action, _ := wire.GetString(res, "action")
+			elicitation = "the client was asked to open the URL; the user answered: " + action
+		}
+	}
+	text := fmt.Sprintf("To authorize mcp server %q, the user must open this URL in a browser on the gateway's host and approve:\n\n%s\n\n"+
+		"Its tools appear once they have (tools/list_changed). The authorization waits %s at most.", name, u, authFlowTimeout)
+	if elicitation != "" {
+		text += "\n(" + elicitation + ")"
+	}
+	res := map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": text}},
+		"structuredContent": map[string]any{"server": name, "url": u},
+	}
+	return json.Marshal(res)
+}
+
+// grantLost is told when a server's grant is refused or revoked: its
+// instances restart, unauthorized, so its tools leave the sandboxes (with
+// list_changed) and only its authorize tool stays.
+func (h *Host) grantLost(name string, err error) {
+	h.log.Warn(fmt.Sprintf("mcp server %q lost its OAuth authorization", name), "err", err)
+	h.restartAttached(name)
+}
+
+// restartAttached restarts a server's instances in the sandboxes it is
+// attached to (one without a grant then fails to start: its tools leave).
+func (h *Host) restartAttached(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
+	defer cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, sb := range h.attachedTo(name) {
+		_ = h.restartInstance(ctx, sb, name) // fails: not authorized
+	}
+}

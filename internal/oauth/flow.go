@@ -1,0 +1,250 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// FlowConfig configures one authorization of a server by a person (the
+// authorization code grant with PKCE).
+type FlowConfig struct {
+	// Server is the server's name, URL its MCP endpoint.
+	Server, URL string
+	// Client makes every request (to the server, its metadata, the
+	// authorization server); nil means http.DefaultClient.
+	Client *http.Client
+	// The client identity, tried in the specification's order: a client ID
+	// metadata document (when the authorization server supports them), a
+	// pre-registered client (ClientID, with ClientSecret for a confidential
+	// one), then dynamic client registration.
+	ClientMetadataURL      string
+	ClientID, ClientSecret string
+	// Scopes are asked for when neither the server's challenge nor its
+	// metadata names any.
+	Scopes []string
+	// RedirectURL is where the authorization server sends the person back
+	// (a loopback URL: see Loopback).
+	RedirectURL string
+	// Fetch shows the authorization URL to the person and returns the
+	// callback's code, state and iss (Loopback.Fetcher).
+	Fetch auth.AuthorizationCodeFetcher
+}
+
+// ErrNoAuthorization: the server answered without asking for a token.
+var ErrNoAuthorization = errors.New("the server does not ask for authorization")
+
+// Probe finds whether the server wants OAuth, and its challenge: it sends
+// initialize without a token and, when that is answered (some servers
+// protect only their tools), notifications/initialized and tools/list in
+// the new session. It returns the request and response of the first 401
+// (or 403); otherwise an error wrapping ErrNoAuthorization (or the
+// failure).
+func Probe(ctx context.Context, server, url string, client *http.Client) (*http.Request, *http.Response, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	const version = "2025-11-25"
+	session := ""
+	steps := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"mcp-gateway","version":"auth-probe"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}
+	last := 0
+	for i := 0; i < len(steps); i++ {
+		body := steps[i]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp server %q: %w", server, err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", version)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp server %q: cannot reach %s: %w", server, url, err)
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			return req, resp, nil
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) //nolint:errcheck // lets the connection be reused
+		resp.Body.Close()
+		last = resp.StatusCode
+		if resp.StatusCode >= 300 {
+			if i > 0 {
+				break
+			}
+			// A server of the 2026-07-28 era (no initialize) may still
+			// protect its tools: ask for them.
+			i = len(steps) - 2
+			continue
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+	}
+	if session != "" {
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil); err == nil {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("MCP-Protocol-Version", version)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("mcp server %q answered HTTP %d without a token: %w", server, last, ErrNoAuthorization)
+}
+
+// Authorize runs the authorization code flow for a server and returns the
+// record to store: discovery from the server's 401, the client identity,
+// PKCE (S256), the resource parameter, the state and issuer (RFC 9207)
+// checks of the callback and the code exchange, all by the SDK's
+// AuthorizationCodeHandler. The gateway checks besides that the token is
+// for this server (a JWT's aud, a response's resource) and from the
+// authorization server discovered. Each failure is a *StepError naming the
+// server and the step; nothing is returned then (so nothing is stored).
+func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
+	if cfg.Client == nil {
+		cfg.Client = http.DefaultClient
+	}
+	req, resp, err := Probe(ctx, cfg.Server, cfg.URL, cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	header := resp.Header.Values("WWW-Authenticate")
+	d, err := Discover(ctx, cfg.Server, cfg.URL, header, cfg.Client)
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+
+	var captured *oauth2.Config
+	var token *oauth2.Token
+	hc := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: cfg.RedirectURL,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			res, err := cfg.Fetch(ctx, args)
+			if err != nil {
+				return nil, stepError(cfg.Server, "authorization (the person's consent)", err)
+			}
+			return res, nil
+		},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:            []string{cfg.RedirectURL},
+			ClientName:              "mcp-gateway",
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ResponseTypes:           []string{"code"},
+			TokenEndpointAuthMethod: "none",
+		}},
+		Client:              cfg.Client,
+		RequestRefreshToken: true,
+		NewTokenSource: func(ctx context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
+			captured, token = c, t
+			return oauth2.StaticTokenSource(t), nil
+		},
+	}
+	if cfg.ClientMetadataURL != "" {
+		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: cfg.ClientMetadataURL}
+	}
+	if cfg.ClientID != "" {
+		hc.PreregisteredClient = &oauthex.ClientCredentials{ClientID: cfg.ClientID, Issuer: d.ASM.Issuer}
+		if cfg.ClientSecret != "" {
+			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cfg.ClientSecret}
+		}
+	}
+	if len(cfg.Scopes) > 0 {
+		hc.ScopeFilter = func(discovered []string) []string {
+			if len(discovered) == 0 {
+				return cfg.Scopes
+			}
+			return discovered
+		}
+	}
+	h, err := auth.NewAuthorizationCodeHandler(hc)
+	if err != nil {
+		resp.Body.Close()
+		return nil, stepError(cfg.Server, "configuration", err)
+	}
+	if err := h.Authorize(ctx, req, resp); err != nil {
+		return nil, classify(cfg.Server, err)
+	}
+	if captured == nil || token == nil || token.AccessToken == "" {
+		return nil, stepError(cfg.Server, "token request", errors.New("the authorization server returned no access token"))
+	}
+	if captured.Endpoint.TokenURL != d.ASM.TokenEndpoint {
+		return nil, stepError(cfg.Server, "issuer check", fmt.Errorf("the token came from %s, not the token endpoint of %s", captured.Endpoint.TokenURL, d.ASM.Issuer))
+	}
+	if err := checkAudience(token, d.Resource); err != nil {
+		return nil, stepError(cfg.Server, "token check", err)
+	}
+	return &Record{
+		URL: cfg.URL, Issuer: d.ASM.Issuer, Resource: d.Resource,
+		ClientID: captured.ClientID, ClientSecret: captured.ClientSecret,
+		AuthURL: captured.Endpoint.AuthURL, TokenURL: captured.Endpoint.TokenURL, AuthStyle: captured.Endpoint.AuthStyle,
+		Scopes: grantedScopes(token, captured.Scopes), Token: token, AuthorizedAt: time.Now().UTC().Truncate(time.Second),
+	}, nil
+}
+
+// checkAudience refuses a token meant for another resource: the token
+// response's resource, or a JWT access token's aud, when present, must
+// name the server.
+func checkAudience(tok *oauth2.Token, resource string) error {
+	if r, ok := tok.Extra("resource").(string); ok && r != "" && !oauthex.MatchesResource([]string{r}, resource) {
+		return fmt.Errorf("the token is for resource %q, not %q", r, resource)
+	}
+	var claims jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok.AccessToken, &claims); err == nil && len(claims.Audience) > 0 {
+		if !oauthex.MatchesResource(claims.Audience, resource) {
+			return fmt.Errorf("the token's audience %q does not include %q", []string(claims.Audience), resource)
+		}
+	}
+	return nil
+}
+
+func grantedScopes(tok *oauth2.Token, asked []string) []string {
+	if s := tokenScopes(tok); s != nil {
+		return s
+	}
+	return asked
+}
+
+// classify names the step of an error of the SDK's handler.
+func classify(server string, err error) error {
+	var se *StepError
+	if errors.As(err, &se) {
+		return err
+	}
+	msg := err.Error()
+	step := "authorization"
+	switch {
+	case strings.Contains(msg, "state mismatch"):
+		step = "callback (state check)"
+		err = errors.New("the callback's state is not the one sent: refusing a callback this authorization did not start")
+	case strings.Contains(msg, "issuer"), strings.Contains(msg, "iss "), strings.Contains(msg, "iss parameter"):
+		step = "issuer check"
+	case strings.Contains(msg, "register"):
+		step = "client registration"
+	case strings.Contains(msg, "token exchange"):
+		step = "token request (authorization code)"
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) {
+			err = tokenError(re)
+		}
+	case strings.Contains(msg, "metadata"):
+		step = "discovery"
+	}
+	return stepError(server, step, err)
+}

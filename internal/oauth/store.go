@@ -1,0 +1,218 @@
+package oauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+)
+
+// Record is what the gateway keeps of a server's authorization: the token
+// (access and refresh) and what is needed to refresh it, bound to the
+// server's URL (by the store) and to the issuer that granted it.
+type Record struct {
+	URL      string `json:"url"`
+	Issuer   string `json:"issuer"`
+	Resource string `json:"resource"`
+	// The client the authorization server knows the gateway as, and its
+	// endpoints.
+	ClientID     string           `json:"client_id"`
+	ClientSecret string           `json:"client_secret,omitempty"`
+	AuthURL      string           `json:"auth_url,omitempty"`
+	TokenURL     string           `json:"token_url"`
+	AuthStyle    oauth2.AuthStyle `json:"auth_style,omitempty"`
+	Scopes       []string         `json:"scopes,omitempty"`
+	Token        *oauth2.Token    `json:"token"`
+	AuthorizedAt time.Time        `json:"authorized_at"`
+}
+
+// Status describes a record without a secret in it.
+type Status struct {
+	Server     string    `json:"server"`
+	Authorized bool      `json:"authorized"`
+	Issuer     string    `json:"issuer,omitempty"`
+	Scopes     []string  `json:"scopes,omitempty"`
+	Expiry     time.Time `json:"expiry,omitzero"`
+	Refresh    bool      `json:"refreshable"`
+	Since      time.Time `json:"authorized_at,omitzero"`
+	// Error says why the stored token cannot be used (set for another URL).
+	Error string `json:"error,omitempty"`
+}
+
+// Status returns what may be shown of r.
+func (r *Record) Status(server string) Status {
+	if r == nil || r.Token == nil {
+		return Status{Server: server}
+	}
+	return Status{Server: server, Authorized: true, Issuer: r.Issuer, Scopes: r.Scopes, Expiry: r.Token.Expiry,
+		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt}
+}
+
+// refreshClient is client with the resource parameter (RFC 8707) added
+// to r's refresh requests, which x/oauth2 sends without it.
+func (r *Record) refreshClient(client *http.Client) *http.Client {
+	if r.Resource == "" {
+		return client
+	}
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = &resourceTransport{base: base, tokenURL: r.TokenURL, resource: r.Resource}
+	return &c
+}
+
+type resourceTransport struct {
+	base               http.RoundTripper
+	tokenURL, resource string
+}
+
+func (t *resourceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.URL.String() != t.tokenURL || req.Body == nil {
+		return t.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err == nil && form.Get("grant_type") == "refresh_token" && form.Get("resource") == "" {
+		form.Set("resource", t.resource)
+		body = []byte(form.Encode())
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.base.RoundTrip(r)
+}
+
+// config is the oauth2 configuration that refreshes r's token.
+func (r *Record) config() *oauth2.Config {
+	return &oauth2.Config{ClientID: r.ClientID, ClientSecret: r.ClientSecret, Scopes: r.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: r.AuthURL, TokenURL: r.TokenURL, AuthStyle: r.AuthStyle}}
+}
+
+// Store keeps the records of servers. Load answers nil, nil when the
+// server has none.
+type Store interface {
+	Load(server, url string) (*Record, error)
+	Save(server, url string, r *Record) error
+	Remove(server string) error
+}
+
+// Versioned is a Store that counts its changes, so the clients reading it
+// (Stored) notice a token stored or removed by `auth` and `auth rm`.
+type Versioned struct {
+	Store
+	v atomic.Uint64
+}
+
+// Version counts the changes so far.
+func (s *Versioned) Version() uint64 { return s.v.Load() }
+
+func (s *Versioned) Save(server, url string, r *Record) error {
+	defer s.v.Add(1)
+	return s.Store.Save(server, url, r)
+}
+
+func (s *Versioned) Remove(server string) error {
+	defer s.v.Add(1)
+	return s.Store.Remove(server)
+}
+
+// SecretStore keeps the records encrypted in the host's secret store, as
+// the secret mcp:<server>:oauth-token bound to the server's URL: a server
+// registered again with another URL finds no token (it must be authorized
+// again) rather than sending its token to the new endpoint.
+type SecretStore struct{ S *secrets.Store }
+
+// SecretKey is the key of a server's record in the secret store.
+const SecretKey = "oauth-token"
+
+func secretName(server string) string { return "mcp:" + server + ":" + SecretKey }
+
+func (s SecretStore) Load(server, url string) (*Record, error) {
+	v, err := s.S.Get(secretName(server), url)
+	switch {
+	case errors.Is(err, secrets.ErrNotSet):
+		return nil, nil
+	case errors.Is(err, secrets.ErrBindingChanged):
+		return nil, fmt.Errorf("mcp server %q: its OAuth token was granted for another URL; authorize it again with `mcp-gateway auth %s`", server, server)
+	case err != nil:
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil, fmt.Errorf("mcp server %q: its stored OAuth token is unreadable; authorize it again with `mcp-gateway auth %s`", server, server)
+	}
+	return &r, nil
+}
+
+func (s SecretStore) Save(server, url string, r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.S.Set(secretName(server), url, string(b))
+}
+
+func (s SecretStore) Remove(server string) error {
+	err := s.S.Remove(secretName(server))
+	if errors.Is(err, secrets.ErrNotSet) {
+		return nil
+	}
+	return err
+}
+
+// MemoryStore keeps records in memory (a gateway that forgets them when it
+// stops, and tests).
+type MemoryStore struct {
+	mu sync.Mutex
+	m  map[string]memRecord
+}
+
+type memRecord struct {
+	url string
+	r   Record
+}
+
+func (s *MemoryStore) Load(server, url string) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.m[server]
+	if !ok || m.url != url {
+		return nil, nil
+	}
+	r := m.r
+	return &r, nil
+}
+
+func (s *MemoryStore) Save(server, url string, r *Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]memRecord{}
+	}
+	s.m[server] = memRecord{url: url, r: *r}
+	return nil
+}
+
+func (s *MemoryStore) Remove(server string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, server)
+	return nil
+}

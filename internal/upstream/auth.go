@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"golang.org/x/oauth2"
+)
+
+// Authorizer is the OAuth client of a remote server (HTTPOptions.Auth), in
+// the shape of the Go SDK's auth.OAuthHandler, which satisfies it: every
+// request carries the token of TokenSource (none while it returns nil); a
+// 401, or a 403 asking for more scope, is handed to Authorize, and when that
+// succeeds the request is sent again, once, with the new token.
+//
+// Authorize closes the response's body. An error it returns fails the
+// request with an error wrapping ErrAuthorization whose text is the
+// Authorizer's (it names the server and the step that failed).
+type Authorizer interface {
+	TokenSource(context.Context) (oauth2.TokenSource, error)
+	Authorize(context.Context, *http.Request, *http.Response) error
+}
+
+// ErrAuthorization: the server wants an OAuth token the gateway does not
+// have and could not get (not authorized yet, a refused refresh, a revoked
+// grant, an authorization server that failed).
+var ErrAuthorization = errors.New("mcp server needs authorization")
+
+// authError is an Authorizer's failure, kept whole by transportError.
+type authError struct{ err error }
+
+func (e *authError) Error() string   { return e.err.Error() }
+func (e *authError) Unwrap() []error { return []error{ErrAuthorization, e.err} }
+
+// sendAuthorized sends req with the Authorizer's token, and on a 401 (or a
+// 403 that Authorize asks to retry) authorizes and sends it once more. The
+// token is set on a copy of the request's headers (which are shared by the
+// session's requests) and never logged.
+func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	first, err := h.withToken(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.client.Do(first)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		return resp, err
+	}
+	if err := h.opts.Auth.Authorize(ctx, first, resp); err != nil {
+		if isContextError(err) && ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &authError{err: err}
+	}
+	if req.Body != nil && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = body
+	}
+	second, err := h.withToken(req)
+	if err != nil {
+		return nil, err
+	}
+	return h.client.Do(second)
+}
+
+// withToken returns req carrying the Authorizer's current token, if any.
+func (h *HTTP) withToken(req *http.Request) (*http.Request, error) {
+	ts, err := h.opts.Auth.TokenSource(req.Context())
+	if err != nil {
+		return nil, &authError{err: err}
+	}
+	if ts == nil {
+		return req, nil
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		return nil, &authError{err: fmt.Errorf("mcp server %q: cannot get an access token: %w", h.opts.Name, err)}
+	}
+	r := *req
+	r.Header = req.Header.Clone()
+	tok.SetAuthHeader(&r)
+	return &r, nil
+}

@@ -1,0 +1,163 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// modernServer is a remote server of the 2026-07-28 era only: it refuses
+// initialize, answers server/discover, and checks every request for the
+// era's _meta and the Mcp-Method / Mcp-Name headers.
+func modernServer(t *testing.T) (*httptest.Server, *[]string) {
+	var mu sync.Mutex
+	var problems []string
+	bad := func(format string) { mu.Lock(); problems = append(problems, format); mu.Unlock() }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string         `json:"name"`
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Mcp-Method") != msg.Method {
+			bad("Mcp-Method " + r.Header.Get("Mcp-Method") + " for " + msg.Method)
+		}
+		if msg.Method == "initialize" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32601,"message":"initialize is gone; use server/discover"}}`)
+			return
+		}
+		if r.Header.Get("MCP-Protocol-Version") != ModernVersion || msg.Params.Meta["io.modelcontextprotocol/protocolVersion"] != ModernVersion ||
+			msg.Params.Meta["io.modelcontextprotocol/clientCapabilities"] == nil {
+			bad("no 2026-07-28 version or _meta on " + msg.Method)
+		}
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			bad("a session id on " + msg.Method)
+		}
+		var result string
+		switch msg.Method {
+		case "server/discover":
+			result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"1"}}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			if r.Header.Get("Mcp-Name") != msg.Params.Name {
+				bad("Mcp-Name " + r.Header.Get("Mcp-Name"))
+			}
+			result = `{"content":[{"type":"text","text":"modern hello"}]}`
+		default:
+			result = `{}`
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &problems
+}
+
+func TestRemoteModernServer(t *testing.T) {
+	srv, problems := modernServer(t)
+	h := NewHTTP(HTTPOptions{Name: "modern", URL: srv.URL + "/mcp", Capabilities: json.RawMessage(`{"roots":{}}`)})
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if !h.Modern() || !strings.Contains(string(h.InitializeResult()), `"protocolVersion":"2026-07-28"`) || !strings.Contains(string(h.InitializeResult()), `"name":"modern"`) {
+		t.Fatalf("modern %v, initialize result %s", h.Modern(), h.InitializeResult())
+	}
+	if _, err := h.Call(ctx, "tools/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Call(ctx, "tools/call", json.RawMessage(`{"name":"echo","arguments":{}}`))
+	if err != nil || !strings.Contains(string(resp.Result), "modern hello") {
+		t.Fatalf("call: %v %s", err, resp.Result)
+	}
+	if len(*problems) > 0 {
+		t.Fatalf("the server saw: %v", *problems)
+	}
+}
+
+// A tool's x-mcp-header parameters are mirrored in Mcp-Param-* headers of
+// its calls (SEP-2243), encoded when not plain ASCII, left out when null;
+// the list is shared by the upstreams of one server.
+func TestRemoteParamHeaders(t *testing.T) {
+	got := make(chan http.Header, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		w.Header().Set("Content-Type", "application/json")
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"q","inputSchema":{"type":"object","properties":{` +
+				`"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},` +
+				`"flag":{"type":"boolean","x-mcp-header":"Flag"},"text":{"type":"string","x-mcp-header":"Text"},` +
+				`"gone":{"type":"string","x-mcp-header":"Gone"},"bad":{"type":"string","x-mcp-header":"has space"},"plain":{"type":"string"}}}}]}`
+		case "tools/call":
+			got <- r.Header.Clone()
+			result = `{"content":[]}`
+		case "":
+			w.WriteHeader(http.StatusAccepted)
+			return
+		default:
+			result = `{}`
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+	}))
+	defer srv.Close()
+	shared := &ParamHeaders{}
+	lister := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, ParamHeaders: shared, NoListen: true})
+	defer lister.Close()
+	caller := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, ParamHeaders: shared, NoListen: true})
+	defer caller.Close()
+	ctx := context.Background()
+	if _, err := lister.Call(ctx, "tools/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.Call(ctx, "tools/call", json.RawMessage(`{"name":"q","arguments":{"region":"us-west1","n":42,"flag":true,"text":" Hello, 世界","gone":null,"bad":"x","plain":"p"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	want := map[string]string{
+		"Mcp-Method": "tools/call", "Mcp-Name": "q",
+		"Mcp-Param-Region": "us-west1", "Mcp-Param-N": "42", "Mcp-Param-Flag": "true",
+		"Mcp-Param-Text": "=?base64?IEhlbGxvLCDkuJbnlYw=?=", "Mcp-Param-Gone": "",
+	}
+	for k, v := range want {
+		if h.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, h.Get(k), v)
+		}
+	}
+	for k := range h {
+		if strings.HasPrefix(k, "Mcp-Param-") && want[k] == "" {
+			t.Errorf("unexpected header %s", k)
+		}
+	}
+}

@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// ccServer is an MCP server (the Go SDK's) behind a bearer check, with an
+// authorization server granting client_credentials to one client
+// (client_secret_basic).
+type ccServer struct {
+	url    string // the MCP endpoint
+	mu     sync.Mutex
+	tokens []string // issued
+	forms  []string // token requests' resource parameters
+}
+
+func startCCServer(t *testing.T, clientID, secret string) *ccServer {
+	t.Helper()
+	cs := &ccServer{}
+	asMux := http.NewServeMux()
+	as := httptest.NewServer(asMux)
+	t.Cleanup(as.Close)
+	asMux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "token_endpoint": as.URL + "/token",
+			"authorization_endpoint": as.URL + "/authorize", "response_types_supported": []string{"code"},
+			"grant_types_supported": []string{"client_credentials"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic", "none"},
+			"registration_endpoint": as.URL + "/register", "authorization_response_iss_parameter_supported": true,
+			"code_challenge_methods_supported": []string{"S256"}})
+	})
+	asMux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		io.WriteString(w, `{"client_id":"registered-client","token_endpoint_auth_method":"none"}`)
+	})
+	asMux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != cs.url {
+			http.Error(w, "PKCE S256 and the resource are required", 400)
+			return
+		}
+		to, _ := url.Parse(q.Get("redirect_uri"))
+		v := url.Values{"code": {"the-code"}, "state": {q.Get("state")}, "iss": {as.URL}}
+		to.RawQuery = v.Encode()
+		http.Redirect(w, r, to.String(), http.StatusFound)
+	})
+	asMux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		id, sec, ok := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		if r.PostForm.Get("grant_type") == "authorization_code" && r.PostForm.Get("code") == "the-code" && r.PostForm.Get("code_verifier") != "" {
+			id, sec, ok = clientID, secret, true
+		}
+		if !ok || id != clientID || sec != secret || r.PostForm.Get("grant_type") == "refresh_token" {
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		cs.mu.Lock()
+		tok := fmt.Sprintf("cc-access-token-%d-%d", len(cs.tokens), time.Now().UnixNano())
+		cs.tokens = append(cs.tokens, tok)
+		cs.forms = append(cs.forms, r.PostForm.Get("resource"))
+		cs.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+	})
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "says who is calling"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "machine client " + clientID}}}, struct{}{}, nil
+	})
+	mux := http.NewServeMux()
+	rs := httptest.NewServer(mux)
+	t.Cleanup(rs.Close)
+	cs.url = rs.URL + "/mcp"
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if !slices.Contains(cs.tokens, token) {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	prm := rs.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: cs.url, AuthorizationServers: []string{as.URL}}))
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	return cs
+}
+
+// A sandbox gateway reaches an OAuth-protected remote server headless:
+// the client_credentials grant from the server's "oauth" entry, its secret
+// from envs. The agent sees the server's tools and results, never the
+// token: not in a result, not in /health, not in the log.
+func TestOAuthClientCredentialsHeadless(t *testing.T) {
+	const clientID, secret = "sandbox-bot", "cc-client-secret-value"
+	srv := startCCServer(t, clientID, secret)
+	g := newGW(t)
+	config := fmt.Sprintf(`{"protected":{"url":%q,"oauth":{"grant":"client_credentials","clientId":%q,"clientSecret":"${CLIENT_SECRET}"},"envs":{"CLIENT_SECRET":%q}}}`, srv.url, clientID, secret)
+	g.mustLaunch(config)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := g.connect(ctx)
+	if names := toolNames(ctx, t, cs); !slices.Equal(names, []string{"whoami"}) {
+		t.Fatalf("tools %v, want [whoami]", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); got != "machine client "+clientID {
+		t.Fatalf("whoami said %q", got)
+	}
+	srv.mu.Lock()
+	tokens, resources := slices.Clone(srv.tokens), slices.Clone(srv.forms)
+	srv.mu.Unlock()
+	if len(tokens) == 0 {
+		t.Fatal("no token was issued")
+	}
+	if resources[0] != srv.url {
+		t.Errorf("token request resource %q, want %q", resources[0], srv.url)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", g.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, tok := range tokens {
+		for where, s := range map[string]string{"/health": string(health), "the log": g.log(), "the launcher's output": g.stdout + g.stderr} {
+			if strings.Contains(s, tok) {
+				t.Errorf("%s holds the access token", where)
+			}
+			if strings.Contains(s, secret) {
+				t.Errorf("%s holds the client secret", where)
+			}
+		}
+	}
+}
+
+// A missing client secret fails the launch before anything starts, naming
+// the server and the placeholder.
+func TestOAuthClientCredentialsBadConfig(t *testing.T) {
+	g := newGW(t)
+	g.launch(`{"protected":{"url":"https://example.com/mcp","oauth":{"grant":"client_credentials","clientId":"x","clientSecret":"plain-text"}}}`)
+	if g.exit == 0 {
+		t.Fatal("launch succeeded with a literal client secret")
+	}
+	if !strings.Contains(g.stderr, `protected`) || !strings.Contains(g.stderr, `"clientSecret" must be one placeholder`) {
+		t.Fatalf("stderr %q does not name the server and the member", g.stderr)
+	}
+}
+
+// On a host: `server add` finds that the server wants OAuth, `auth NAME`
+// prints the URL and completes through the loopback callback when the
+// person's browser (played here) comes back, the token is stored, a
+// sandbox's agent calls the server's tool, `auth status` shows no token,
+// `auth rm` forgets it.
+func TestHostOAuthAuthorize(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	out := h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	if !strings.Contains(out, "it wants OAuth") || !strings.Contains(out, "mcp-gateway auth prot") {
+		t.Fatalf("server add printed %q", out)
+	}
+	if st := h.mustCLI("", "auth", "status", "--json"); !strings.Contains(st, `"server": "prot"`) || !strings.Contains(st, `"authorized": false`) {
+		t.Fatalf("auth status before: %s", st)
+	}
+
+	cmd := exec.Command(gatewayBin, "auth", "prot")
+	cmd.Env = append(cmd.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") {
+			// the browser: the authorization server redirects at once
+			c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := c.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			resp, err = http.Get(resp.Header.Get("Location"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("the callback answered %d", resp.StatusCode)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth prot: %v\n%s\n%s\nhost log:\n%s", err, strings.Join(lines, "\n"), stderr.String(), h.log())
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `mcp server "prot" is authorized`) {
+		t.Fatalf("auth printed %q", strings.Join(lines, "\n"))
+	}
+	st := h.mustCLI("", "auth", "status", "--json")
+	if !strings.Contains(st, `"authorized": true`) {
+		t.Fatalf("auth status after: %s", st)
+	}
+	srv.mu.Lock()
+	tokens := slices.Clone(srv.tokens)
+	srv.mu.Unlock()
+	for _, tok := range tokens {
+		if strings.Contains(st, tok) || strings.Contains(h.log(), tok) {
+			t.Fatal("a token shows in auth status or the host's log")
+		}
+	}
+
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := g.connect(ctx)
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("whoami: %q (error %v)", got, isErr)
+	}
+
+	if out := h.mustCLI("", "auth", "rm", "prot"); !strings.Contains(out, `forgot the OAuth tokens of mcp server "prot"`) {
+		t.Fatalf("auth rm printed %q", out)
+	}
+	if st := h.mustCLI("", "auth", "status", "--json"); !strings.Contains(st, `"authorized": false`) {
+		t.Fatalf("auth status after rm: %s", st)
+	}
+	// The sandbox's client no longer sees the server's tools.
+	deadline := time.Now().Add(30 * time.Second)
+	names := toolNames(ctx, t, cs)
+	for ; slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Errorf("tools after auth rm: %v; want prot-authorize and no whoami", names)
+	}
+	h.failCLI("has no OAuth token", "", "auth", "rm", "prot")
+}
+
+// The agent's side: a sandbox sees prot-authorize instead of the tools of
+// a server not yet authorized; calling it gives the URL, and once the
+// person approves (the browser played here) the server's tools appear with
+// list_changed. A grant the server then refuses (revoked) fails the call
+// that found it, saying how to authorize again, and the tools go back to
+// the authorize tool alone.
+func TestHostOAuthAuthorizeTool(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, changed := g.connectListChanged(ctx)
+	names := toolNames(ctx, t, cs)
+	if !slices.Contains(names, "prot-authorize") || slices.Contains(names, "whoami") {
+		t.Fatalf("tools before authorization: %v; want prot-authorize and no whoami", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "prot-authorize", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("prot-authorize: %v %s", err, text(res))
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	var out struct{ URL string }
+	_ = json.Unmarshal(sc, &out)
+	if out.URL == "" || !strings.Contains(text(res), out.URL) {
+		t.Fatalf("prot-authorize gave no URL: %s", text(res))
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(out.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitListChanged(t, changed, "the authorization")
+	deadline := time.Now().Add(30 * time.Second)
+	for names = toolNames(ctx, t, cs); !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the authorization")
+	}
+	if !slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Fatalf("tools after authorization: %v; want whoami and prot-authorize", names)
+	}
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("whoami: %q (error %v)", got, isErr)
+	}
+
+	srv.mu.Lock()
+	srv.tokens = nil // revoked
+	srv.mu.Unlock()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = text(res)
+		if !res.IsError {
+			t.Fatalf("whoami with a revoked grant succeeded: %s", msg)
+		}
+	}
+	if !strings.Contains(msg, `"prot" is not authorized`) || !strings.Contains(msg, "prot-authorize") {
+		t.Errorf("the call that found the revoked grant said %q; want it to say the server is not authorized and how to authorize it", msg)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for names = toolNames(ctx, t, cs); slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the lost grant")
+	}
+	if slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Fatalf("tools after the grant was lost: %v; want prot-authorize and no whoami", names)
+	}
+}
+
+// A client that supports URL-mode elicitation is shown the authorization
+// URL by the authorize tool: its user (played here) opens it from there.
+func TestHostOAuthAuthorizeElicitation(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shown := make(chan string, 1)
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			shown <- req.Params.URL
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "prot-authorize", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("prot-authorize: %v", err)
+	}
+	var u string
+	select {
+	case u = <-shown:
+	default:
+		t.Fatalf("the client was not asked to open the URL; the tool said %s", text(res))
+	}
+	if !strings.Contains(text(res), "the user answered: accept") || !strings.Contains(text(res), u) {
+		t.Errorf("the result %q should give the URL and the user's answer", text(res))
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	names := toolNames(ctx, t, cs)
+	for ; !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
+		waitListChanged(t, changed, "the authorization")
+	}
+	if !slices.Contains(names, "whoami") {
+		t.Fatalf("tools after authorization: %v", names)
+	}
+}
