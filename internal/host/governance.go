@@ -195,7 +195,7 @@ func serverForPolicy(name string, srv *registry.Server) policy.Server {
 		if srv.Transport != "" {
 			typ += "-" + srv.Transport
 		}
-		return policy.Server{Name: name, Type: typ, IdentityURL: srv.URL}
+		return policy.Server{Name: name, Type: typ, IdentityURL: srv.URL, RequiresOAuth: srv.OAuth != nil}
 	}
 	return policy.Server{Name: name, Type: "local-stdio", Command: srv.Command, Args: srv.Args}
 }

@@ -254,7 +254,7 @@ func elicit(ctx context.Context, ask func(context.Context, json.RawMessage) (jso
 func ServerFromConfig(s mcpconfig.Server) Server {
 	out := Server{Name: s.Name, Type: "local-stdio"}
 	if s.Kind == mcpconfig.KindRemote {
-		out.Type, out.IdentityURL = "remote", s.URL
+		out.Type, out.IdentityURL, out.RequiresOAuth = "remote", s.URL, s.OAuth != nil
 		if s.Transport != "" {
 			out.Type = "remote-" + s.Transport
 		}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
 func TestQueue(t *testing.T) {
@@ -112,4 +114,21 @@ func TestGuardAudit(t *testing.T) {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// TestServerFromConfig: what a policy sees of a configured server,
+// requiresOAuth included.
+func TestServerFromConfig(t *testing.T) {
+	for _, tc := range []struct {
+		in   mcpconfig.Server
+		want Server
+	}{
+		{mcpconfig.Server{Name: "fs", Command: []string{"npx", "-y", "fs"}}, Server{Name: "fs", Type: "local-stdio", Command: "npx", Args: []string{"-y", "fs"}}},
+		{mcpconfig.Server{Name: "r", Kind: mcpconfig.KindRemote, URL: "https://r.example/mcp"}, Server{Name: "r", Type: "remote", IdentityURL: "https://r.example/mcp"}},
+		{mcpconfig.Server{Name: "o", Kind: mcpconfig.KindRemote, URL: "https://o.example/mcp", Transport: "http", OAuth: &mcpconfig.OAuth{ClientID: "c"}}, Server{Name: "o", Type: "remote-http", IdentityURL: "https://o.example/mcp", RequiresOAuth: true}},
+	} {
+		if got := ServerFromConfig(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.in.Name, got, tc.want)
+		}
+	}
 }
