@@ -135,13 +135,16 @@ func (h *Handler) validateParamHeaders(r *http.Request, gw *gateway.Gateway, m *
 		for _, key := range p.Path {
 			v = wire.Get(v, key)
 		}
-		header := r.Header.Get(headerParamPrefix + p.Name)
 		if v == nil || string(v) == "null" {
 			continue
 		}
-		if header == "" {
+		// Present with an empty value is not missing: an empty string
+		// argument is mirrored as an empty header.
+		values := r.Header.Values(headerParamPrefix + p.Name)
+		if len(values) == 0 {
 			return wire.Errorf(codeHeaderMismatch, "Header mismatch: missing %s%s header for argument %s", headerParamPrefix, p.Name, strings.Join(p.Path, "."))
 		}
+		header := values[0]
 		got, err := decodeHeaderValue(header)
 		if err != nil {
 			return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s%s header: %v", headerParamPrefix, p.Name, err)
