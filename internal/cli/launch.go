@@ -40,6 +40,10 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
 	}
+	if err := g.telemetry.check(); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitUsage
+	}
 	cfg, err := g.readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)

@@ -37,10 +37,10 @@ func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, s
 	return s.forwardLegacy(ctx, m, stream, srv, params)
 }
 
-// forwardLegacy sends the request and waits for the answer. While it is in
+// forwardCall sends the request and waits for the answer. While it is in
 // flight, the call is where the server's progress, log messages and
-// requests for this client go.
-func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+// requests for this client go. end, when not nil, is told how it went.
+func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage, end *CallEnd) Reply {
 	g := s.gw
 	timeout := g.Router.opts.CallTimeout
 	if srv.callTimeout > 0 {
@@ -98,6 +98,9 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	case srv.newPerClient != nil:
 		var err error
 		if up, err = s.upstreamFor(ctx, srv); err != nil {
+			if end != nil {
+				end.Err = err
+			}
 			return failure(m, err)
 		}
 	}
@@ -108,6 +111,7 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	case s.modern && !modernServer:
 		params = stripModernMeta(params)
 	}
+	began := time.Now()
 	resp, err := up.Call(ctx, m.Method, params)
 	for round := 0; err == nil && modernServer && !s.modern && isInputRequired(resp.Result); round++ {
 		// A 2026-07-28 server asks a session-era client for input: ask the
@@ -120,6 +124,9 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 			break
 		}
 		resp, err = up.Call(ctx, m.Method, retry)
+	}
+	if end != nil {
+		end.Upstream, end.Err, end.Timeout = time.Since(began), err, err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
 	g.Router.relistIfRestarted(srv)
 	if err != nil {

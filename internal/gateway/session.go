@@ -27,6 +27,8 @@ type Info struct {
 type Gateway struct {
 	Router *Router
 	Info   Info
+	// Observer, when set (before serving), watches every forwarded call.
+	Observer Observer
 
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
