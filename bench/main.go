@@ -88,7 +88,7 @@ type options struct {
 }
 
 // phaseNames are the parts of a run, in order.
-var phaseNames = []string{"calls", "isolation", "startup", "list", "sessions", "soak", "profile"}
+var phaseNames = []string{"calls", "isolation", "startup", "list", "sessions", "soak", "telemetry", "profile"}
 
 func parseFlags(args []string) (*options, error) {
 	var o options
@@ -328,7 +328,7 @@ func run(args []string) int {
 	for _, p := range []struct {
 		name string
 		run  func()
-	}{{"calls", b.calls}, {"isolation", b.isolation}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"profile", b.profile}} {
+	}{{"calls", b.calls}, {"isolation", b.isolation}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"telemetry", b.telemetryCost}, {"profile", b.profile}} {
 		if opts.phases[p.name] {
 			p.run()
 		}
