@@ -38,11 +38,8 @@ const (
 	attrRequestID       = "jsonrpc.request.id"
 	attrToolName        = "gen_ai.tool.name"
 	attrPromptName      = "gen_ai.prompt.name"
-	attrOperationName   = "gen_ai.operation.name"
 	attrErrorType       = "error.type"
-	attrTransport       = "network.transport"
 	attrServer          = "mcp_gateway.server"
-	attrOutcome         = "mcp_gateway.outcome"
 )
 
 // Request is what the front knows of a client request as it arrives.
@@ -89,11 +86,9 @@ func (t *Telemetry) StartRequest(ctx context.Context, r Request) (context.Contex
 		return ctx, noop // the client's trace id reaches the call log
 	}
 	name, _ := wire.GetString(r.Params, "name")
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attribute.String(attrMethod, r.Method), attribute.String(attrTransport, "tcp"))
-	if r.Header == nil {
-		attrs[1] = attribute.String(attrTransport, "pipe")
-	}
+	// Few attributes: each costs at the span's start, its end and its export.
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.String(attrMethod, r.Method))
 	if len(r.ID) > 0 {
 		attrs = append(attrs, attribute.String(attrRequestID, requestID(r.ID)))
 	}
@@ -150,7 +145,7 @@ func (o observer) StartCall(ctx context.Context, c gateway.CallInfo) (context.Co
 	}
 	var span trace.Span
 	if t.Tracer != nil {
-		attrs := make([]attribute.KeyValue, 0, 6)
+		attrs := make([]attribute.KeyValue, 0, 4)
 		attrs = append(attrs, attribute.String(attrMethod, c.Method), attribute.String(attrServer, c.Server))
 		attrs = appendTarget(attrs, c.Method, c.Name)
 		ctx, span = t.Tracer.Start(ctx, spanName(c.Method, c.Name), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
@@ -163,8 +158,7 @@ func (o observer) StartCall(ctx context.Context, c gateway.CallInfo) (context.Co
 			t.Metrics.callEnded(sm, c, outcome, total, e.Upstream, responseBytes)
 		}
 		if span != nil {
-			span.SetAttributes(attribute.String(attrOutcome, outcome))
-			if errorType != "" {
+			if errorType != "" { // the outcome, for a failure: error.type tells it
 				span.SetAttributes(attribute.String(attrErrorType, errorType))
 				span.SetStatus(codes.Error, errorType)
 			}
@@ -240,7 +234,7 @@ func appendTarget(attrs []attribute.KeyValue, method, name string) []attribute.K
 	switch {
 	case name == "":
 	case method == "tools/call":
-		attrs = append(attrs, attribute.String(attrToolName, name), attribute.String(attrOperationName, "execute_tool"))
+		attrs = append(attrs, attribute.String(attrToolName, name))
 	case method == "prompts/get":
 		attrs = append(attrs, attribute.String(attrPromptName, name))
 	}

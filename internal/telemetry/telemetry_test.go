@@ -184,7 +184,7 @@ func TestTraceFromMeta(t *testing.T) {
 		attrs[string(kv.Key)] = kv.Value.Emit()
 	}
 	for k, v := range map[string]string{attrMethod: "tools/call", attrToolName: "echo", attrSessionID: "abcd1234",
-		attrProtocolVersion: "2025-11-25", attrRequestID: "7", attrErrorType: "-32602", attrTransport: "tcp"} {
+		attrProtocolVersion: "2025-11-25", attrRequestID: "7", attrErrorType: "-32602"} {
 		if attrs[k] != v {
 			t.Errorf("request span %s = %q, want %q", k, attrs[k], v)
 		}
@@ -193,7 +193,7 @@ func TestTraceFromMeta(t *testing.T) {
 	for _, kv := range call.Attributes() {
 		callAttrs[string(kv.Key)] = kv.Value.Emit()
 	}
-	if callAttrs[attrServer] != "everything" || callAttrs[attrOutcome] != OutcomeRPCError {
+	if callAttrs[attrServer] != "everything" || callAttrs[attrErrorType] != "-32602" || callAttrs[attrToolName] != "echo" {
 		t.Errorf("call span attributes %v", callAttrs)
 	}
 	line := logged.String()

@@ -69,29 +69,27 @@ var Getenv = os.Getenv
 // traceContext reads and writes W3C traceparent and tracestate.
 var traceContext = propagation.TraceContext{}
 
-// metaCarrier reads traceparent and tracestate from a request's _meta.
-type metaCarrier map[string]string
+// metaCarrier holds the traceparent and tracestate of a request's _meta.
+type metaCarrier struct{ traceparent, tracestate string }
 
-func (c metaCarrier) Get(key string) string { return c[key] }
-func (c metaCarrier) Set(key, v string)     { c[key] = v }
-func (c metaCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
+func (c *metaCarrier) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return c.traceparent
+	case "tracestate":
+		return c.tracestate
 	}
-	return keys
+	return ""
 }
+func (c *metaCarrier) Set(key, v string) {}
+func (c *metaCarrier) Keys() []string    { return []string{"traceparent", "tracestate"} }
 
 // remoteParent returns ctx with the span context a client sent: from its
 // request's _meta (traceparent, tracestate) when there, else from the HTTP
 // headers (nil for the stdio front).
 func remoteParent(ctx context.Context, traceparent, tracestate string, header propagation.TextMapCarrier) context.Context {
 	if traceparent != "" {
-		c := metaCarrier{"traceparent": traceparent}
-		if tracestate != "" {
-			c["tracestate"] = tracestate
-		}
-		if out := traceContext.Extract(ctx, c); trace.SpanContextFromContext(out).IsValid() {
+		if out := traceContext.Extract(ctx, &metaCarrier{traceparent, tracestate}); trace.SpanContextFromContext(out).IsValid() {
 			return out
 		}
 	}

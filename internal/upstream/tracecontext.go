@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 
@@ -27,25 +28,35 @@ func withTraceMeta(ctx context.Context, params json.RawMessage) json.RawMessage 
 	if !sc.IsValid() {
 		return params
 	}
-	c := propagation.MapCarrier{}
-	traceContext.Inject(ctx, c)
-	meta := wire.Get(params, "_meta")
-	var err error
-	for _, key := range []string{"traceparent", "tracestate"} {
-		v, ok := c[key]
-		if !ok {
-			meta, _ = wire.Delete(meta, key)
-			continue
-		}
-		if meta, err = wire.Set(meta, key, wire.AppendString(nil, v)); err != nil {
-			return params
-		}
+	meta, err := wire.Set(wire.Get(params, "_meta"), "traceparent", appendTraceparent(nil, sc))
+	if err != nil {
+		return params
+	}
+	if ts := sc.TraceState().String(); ts != "" {
+		meta, err = wire.Set(meta, "tracestate", wire.AppendString(nil, ts))
+	} else {
+		meta, _ = wire.Delete(meta, "tracestate") // the client's, of another span
+	}
+	if err != nil {
+		return params
 	}
 	out, err := wire.Set(params, "_meta", meta)
 	if err != nil {
 		return params
 	}
 	return out
+}
+
+// appendTraceparent appends the W3C traceparent of sc as a JSON string.
+func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b = append(b, `"00-`...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return append(b, '"')
 }
 
 // withSpanContext returns dst carrying the span context of src, if any.
