@@ -73,7 +73,7 @@ func (f *telemetryFlags) build(ctx context.Context, logger *slog.Logger) (t *tel
 		if tp, err = telemetry.NewTracerProvider(ctx, version(), telemetry.Getenv); err != nil {
 			return nil, stop, err
 		}
-		t.Tracer = tp.Tracer("github.com/mcp-gateway/mcp-gateway")
+		t.Tracer = tp.Tracer(telemetry.Instrumentation)
 		stops = append(stops, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -15,11 +15,10 @@ type ctxKey struct{}
 
 // recordingObserver keeps what the gateway told it.
 type recordingObserver struct {
-	mu       sync.Mutex
-	starts   []CallInfo
-	ends     []CallEnd
-	refetch  []string
-	sawValue []bool // the upstream saw the context StartCall returned
+	mu      sync.Mutex
+	starts  []CallInfo
+	ends    []CallEnd
+	refetch []string
 }
 
 func (o *recordingObserver) StartCall(ctx context.Context, c CallInfo) (context.Context, func(CallEnd)) {

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// instrumentation names the gateway's spans' instrumentation scope.
-const instrumentation = "github.com/mcp-gateway/mcp-gateway"
+// Instrumentation names the gateway's spans' instrumentation scope.
+const Instrumentation = "github.com/mcp-gateway/mcp-gateway"
 
 // TracingConfigured reports whether the environment asks for traces: an
 // OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or
