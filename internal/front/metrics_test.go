@@ -1,11 +1,16 @@
 package front
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // /metrics needs the bearer token /mcp needs, and is absent without metrics.
@@ -38,5 +43,32 @@ func TestMetricsRoute(t *testing.T) {
 				t.Errorf("body %q", w.Body)
 			}
 		})
+	}
+}
+
+// A stream closed as too slow counts in
+// mcp_gateway_slow_client_disconnects_total.
+func TestSlowClientCounted(t *testing.T) {
+	h, _ := testHandler(50 * time.Millisecond)
+	m := telemetry.NewMetrics()
+	h.Telemetry = &telemetry.Telemetry{Metrics: m}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &stream{h: h, w: newStuckWriter(true), ctx: context.Background(), cancel: cancel, reqID: json.RawMessage(`7`)}
+	within(t, "Send to a client that does not read", func() {
+		for i := range 2 * streamBuffer {
+			_ = st.Send(progress(i))
+		}
+	})
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the stream was not closed")
+	}
+	within(t, "the answer", func() { st.reply(json.RawMessage(`7`), gateway.Reply{Result: json.RawMessage(`{}`)}) })
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(w.Body.String(), "mcp_gateway_slow_client_disconnects_total 1\n") {
+		t.Errorf("the scrape does not count one slow client:\n%s", w.Body)
 	}
 }

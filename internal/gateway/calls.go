@@ -200,6 +200,7 @@ func (g *Gateway) CompanionHooks(name string) Hooks {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
 			defer cancel()
+			g.Router.observeRelist(srv, ks)
 			if err := g.Router.listCompanion(ctx, srv, ks...); err != nil {
 				g.Router.log.Warn("re-listing the 2026-07-28 process failed", "server", name, "err", err)
 				return
