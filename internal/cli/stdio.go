@@ -77,7 +77,7 @@ the process talks to it.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError
 	}
-	if err := front.ServeStdio(ctx, gw, os.Stdin, stdout); err != nil {
+	if err := front.ServeStdioWith(ctx, gw, os.Stdin, stdout, front.StdioOptions{Telemetry: tel}); err != nil {
 		logger.Error("stdio", "err", err)
 		return exitError
 	}
