@@ -64,6 +64,8 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	maxResponse := fs.Int("max-response-bytes", 16<<20, "largest message accepted from a server")
 	var hf httpFlags
 	hf.register(fs)
+	var tf telemetryFlags
+	tf.registerHost(fs)
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -85,6 +87,9 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	logger, err := newLogger(logOut, *logLevel)
 	if err == nil {
 		err = hf.check()
+	}
+	if err == nil {
+		err = tf.check()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
@@ -126,6 +131,12 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	tel, stopTelemetry, err := tf.build(ctx, logger)
+	if err != nil {
+		store.Close()
+		return fail(err)
+	}
+	defer stopTelemetry()
 	guard := &netguard.Policy{AllowAll: *allowAny, Logger: logger}
 	flags := gatewayFlags{maxResponseBytes: *maxResponse}
 	h, err := host.Open(ctx, host.Options{
@@ -137,6 +148,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
 		StartTimeout: *startTimeout,
 		MaxBodyBytes: *maxBody,
+		Telemetry:    tel,
 	})
 	if err != nil {
 		return fail(err)

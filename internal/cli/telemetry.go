@@ -21,12 +21,21 @@ type telemetryFlags struct {
 	metrics       bool
 	metricsListen string
 	logCalls      bool
+	host          bool // many sandboxes: metrics per sandbox, served by --metrics-listen only
 }
 
 func (f *telemetryFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.metrics, "metrics", true, "count and time calls and serve Prometheus metrics at /metrics (with the bearer token, like /mcp)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve /metrics without a token on this `address` (host:port), for a scraper on a private network")
 	fs.BoolVar(&f.logCalls, "log-calls", false, "log one line per call: server, tool, duration, outcome, sizes, trace id (never the arguments)")
+}
+
+// registerHost registers the flags of the host daemon, whose metrics are
+// the operator's: on when --metrics-listen serves them, never on the MCP port.
+func (f *telemetryFlags) registerHost(fs *flag.FlagSet) {
+	f.host = true
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics, every sandbox's calls labelled with its name, without a token on this `address` (host:port), for a scraper on a private network")
+	fs.BoolVar(&f.logCalls, "log-calls", false, "log one line per call: sandbox, server, tool, duration, outcome, sizes, trace id (never the arguments)")
 }
 
 func (f *telemetryFlags) args() []string {
@@ -41,7 +50,7 @@ func (f *telemetryFlags) args() []string {
 }
 
 func (f *telemetryFlags) check() error {
-	if f.metricsListen != "" && !f.metrics {
+	if f.metricsListen != "" && !f.metrics && !f.host {
 		return errors.New("--metrics-listen needs --metrics")
 	}
 	if f.metricsListen != "" {
@@ -62,7 +71,10 @@ func (f *telemetryFlags) build(ctx context.Context, logger *slog.Logger) (t *tel
 			stops[i]()
 		}
 	}
-	if f.metrics {
+	switch {
+	case f.host && f.metricsListen != "":
+		t.Metrics = telemetry.NewHostMetrics()
+	case f.metrics && !f.host:
 		t.Metrics = telemetry.NewMetrics()
 	}
 	if f.logCalls {

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
+	// Telemetry, when set, records each sandbox's calls (its metrics
+	// labelled with the sandbox's name) and traces its requests.
+	Telemetry *telemetry.Telemetry
 }
 
 // Host is the daemon's core: the registry, the secrets, and a running
@@ -94,6 +98,8 @@ type sandbox struct {
 	// unattached holds why an attached server has no instance (its
 	// secret or a required property is missing), by server.
 	unattached map[string]string
+	// forgetMetrics removes the sandbox's metrics when it is removed.
+	forgetMetrics func()
 }
 
 // Open reads the state directory and starts every sandbox's servers (a
@@ -130,7 +136,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	h := &Host{opts: opts, log: opts.Attach.Logger, store: store, secrets: sec, state: st,
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
-	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes}
+	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes,
+		Telemetry: opts.Telemetry} // the metrics are the operator's: served by --metrics-listen, never to a sandbox's token
+	if opts.Telemetry != nil && opts.Telemetry.Metrics != nil {
+		opts.Telemetry.Metrics.WatchSessions(h.front.SessionCounts)
+	}
 
 	var wg sync.WaitGroup
 	for _, name := range sortedKeys(st.Sandboxes) {
@@ -271,6 +281,11 @@ func (h *Host) health() any {
 func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
+	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
+	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget
+	if tel != nil && tel.Metrics != nil {
+		tel.Metrics.WatchServers(router.Status)
+	}
 	if err := router.SetBuiltins(h.builtins(sb)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}

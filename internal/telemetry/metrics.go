@@ -33,9 +33,26 @@ var overheadBuckets = prometheus.ExponentialBuckets(10e-6, 2, 14)
 // the servers' lists (a call naming an unknown tool never reaches a server),
 // methods from the MCP specification.
 type Metrics struct {
+	*shared
+	*callSet
+}
+
+// shared are the metrics of the whole process: the registry, the Go
+// runtime and the process, the front's.
+type shared struct {
 	reg prometheus.Registerer
 	gat prometheus.Gatherer
 
+	requests    *prometheus.CounterVec // era, method
+	slowClients prometheus.Counter
+
+	mu       sync.Mutex
+	sessions []func() map[string]int
+}
+
+// callSet are the metrics of one gateway's calls and servers: the
+// process's in serve mode, a sandbox's in host mode.
+type callSet struct {
 	calls         *prometheus.CounterVec   // server, method, tool, outcome
 	callDuration  *prometheus.HistogramVec // server, method, tool
 	upstreamTime  *prometheus.HistogramVec // server, method
@@ -44,12 +61,9 @@ type Metrics struct {
 	requestBytes  *prometheus.CounterVec   // server
 	responseBytes *prometheus.CounterVec   // server
 	refetches     *prometheus.CounterVec   // server, list
-	requests      *prometheus.CounterVec   // era, method
-	slowClients   prometheus.Counter
 
 	mu       sync.Mutex
 	statuses []func() map[string]gateway.ServerStatus
-	sessions []func() map[string]int
 
 	perServer sync.Map // server name → *serverMetrics
 }
@@ -64,9 +78,50 @@ type serverMetrics struct {
 // NewMetrics registers the gateway's metrics, with the Go runtime's and the
 // process's, in a registry of their own.
 func NewMetrics() *Metrics {
+	m := NewHostMetrics()
+	m.callSet = newCallSet()
+	m.reg.MustRegister(m.callSet.collectors()...)
+	return m
+}
+
+// NewHostMetrics is NewMetrics for many gateways (host mode): the calls
+// and servers of each are counted by ForSandbox, labelled with its name.
+func NewHostMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := &Metrics{reg: reg, gat: reg}
+	sh := &shared{reg: reg, gat: reg}
+	sh.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_requests_total",
+		Help: "MCP requests received from clients, by protocol era (session: 2025-11-25 and earlier; stateless: 2026-07-28) and method.",
+	}, []string{"era", "method"})
+	sh.slowClients = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_gateway_slow_client_disconnects_total",
+		Help: "Client streams closed because the client did not read them within the slow client timeout.",
+	})
+	reg.MustRegister(sh.requests, sh.slowClients, sessionCollector{sh})
+	return &Metrics{shared: sh}
+}
+
+// ForSandbox returns the metrics of one sandbox's gateway: its calls and
+// servers carry the label sandbox="<name>". forget removes its series (the
+// sandbox is gone). On a nil Metrics it returns nil.
+func (m *Metrics) ForSandbox(name string) (_ *Metrics, forget func()) {
+	if m == nil {
+		return nil, func() {}
+	}
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"sandbox": name}, m.reg)
+	set := newCallSet()
+	cs := set.collectors()
+	reg.MustRegister(cs...)
+	return &Metrics{shared: m.shared, callSet: set}, func() {
+		for _, c := range cs {
+			reg.Unregister(c)
+		}
+	}
+}
+
+func newCallSet() *callSet {
+	m := &callSet{}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_gateway_calls_total",
 		Help: "Requests forwarded to MCP servers, by server, method, original tool name (tools/call only) and outcome (ok, tool_error, rpc_error, transport_error, timeout, denied).",
@@ -102,17 +157,12 @@ func NewMetrics() *Metrics {
 		Name: "mcp_gateway_list_refetches_total",
 		Help: "Times a server's list was fetched again after it announced a change or was restarted, by server and list method.",
 	}, []string{"server", "list"})
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcp_gateway_requests_total",
-		Help: "MCP requests received from clients, by protocol era (session: 2025-11-25 and earlier; stateless: 2026-07-28) and method.",
-	}, []string{"era", "method"})
-	m.slowClients = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "mcp_gateway_slow_client_disconnects_total",
-		Help: "Client streams closed because the client did not read them within the slow client timeout.",
-	})
-	reg.MustRegister(m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
-		m.requestBytes, m.responseBytes, m.refetches, m.requests, m.slowClients, stateCollector{m})
 	return m
+}
+
+func (m *callSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
+		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}}
 }
 
 // Handler serves the metrics in the Prometheus text (or protobuf) format.
@@ -125,7 +175,7 @@ func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
 
 // WatchServers adds a source of per-server state (a Router's Status) to the
 // upstream metrics, read at every scrape.
-func (m *Metrics) WatchServers(status func() map[string]gateway.ServerStatus) {
+func (m *callSet) WatchServers(status func() map[string]gateway.ServerStatus) {
 	m.mu.Lock()
 	m.statuses = append(m.statuses, status)
 	m.mu.Unlock()
@@ -133,13 +183,13 @@ func (m *Metrics) WatchServers(status func() map[string]gateway.ServerStatus) {
 
 // WatchSessions adds a source of open session counts by protocol version
 // (the front's), read at every scrape.
-func (m *Metrics) WatchSessions(count func() map[string]int) {
+func (m *shared) WatchSessions(count func() map[string]int) {
 	m.mu.Lock()
 	m.sessions = append(m.sessions, count)
 	m.mu.Unlock()
 }
 
-func (m *Metrics) server(name string) *serverMetrics {
+func (m *callSet) server(name string) *serverMetrics {
 	if v, ok := m.perServer.Load(name); ok {
 		return v.(*serverMetrics)
 	}
@@ -170,7 +220,7 @@ func boundedMethod(method string) string {
 }
 
 // request counts a request received from a client.
-func (m *Metrics) request(era, method string) {
+func (m *shared) request(era, method string) {
 	m.requests.WithLabelValues(era, boundedMethod(method)).Inc()
 }
 
@@ -182,14 +232,14 @@ func (m *Metrics) SlowClientDisconnect() {
 }
 
 // callStarted and callEnded record one forwarded call.
-func (m *Metrics) callStarted(server string, requestBytes int) *serverMetrics {
+func (m *callSet) callStarted(server string, requestBytes int) *serverMetrics {
 	sm := m.server(server)
 	sm.inFlight.Inc()
 	sm.requestBytes.Add(float64(requestBytes))
 	return sm
 }
 
-func (m *Metrics) callEnded(sm *serverMetrics, c gateway.CallInfo, outcome string, total, upstream time.Duration, responseBytes int) {
+func (m *callSet) callEnded(sm *serverMetrics, c gateway.CallInfo, outcome string, total, upstream time.Duration, responseBytes int) {
 	sm.inFlight.Dec()
 	sm.responseBytes.Add(float64(responseBytes))
 	tool := ""
@@ -225,20 +275,19 @@ var (
 		[]string{"protocol_version"}, nil)
 )
 
-// stateCollector reads the servers' and sessions' state at scrape time.
-type stateCollector struct{ m *Metrics }
+// stateCollector reads the servers' state at scrape time.
+type stateCollector struct{ m *callSet }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descState
 	ch <- descRestarts
 	ch <- descStart
 	ch <- descTools
-	ch <- descSessions
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
-	statuses, sessions := c.m.statuses, c.m.sessions
+	statuses := c.m.statuses
 	c.m.mu.Unlock()
 	for _, status := range statuses {
 		for name, st := range status() {
@@ -256,6 +305,17 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+}
+
+// sessionCollector reads the open sessions at scrape time.
+type sessionCollector struct{ m *shared }
+
+func (c sessionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descSessions }
+
+func (c sessionCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	sessions := c.m.sessions
+	c.m.mu.Unlock()
 	total := map[string]int{}
 	for _, count := range sessions {
 		for v, n := range count() {

@@ -109,6 +109,24 @@ func (t *Telemetry) StartRequest(ctx context.Context, r Request) (context.Contex
 	}
 }
 
+// ForSandbox returns the telemetry of one sandbox's gateway (host mode):
+// its metrics labelled sandbox="<name>" (see Metrics.ForSandbox), its call
+// log lines naming it. forget removes its metrics when the sandbox goes.
+func (t *Telemetry) ForSandbox(name string) (_ *Telemetry, forget func()) {
+	if t == nil {
+		return nil, func() {}
+	}
+	out := *t
+	forget = func() {}
+	if t.Metrics != nil {
+		out.Metrics, forget = t.Metrics.ForSandbox(name)
+	}
+	if t.CallLog != nil {
+		out.CallLog = t.CallLog.With("sandbox", name)
+	}
+	return &out, forget
+}
+
 // SlowClientDisconnect counts a client stream given up as too slow.
 func (t *Telemetry) SlowClientDisconnect() {
 	if t != nil {
@@ -128,7 +146,7 @@ func (t *Telemetry) Observer() gateway.Observer {
 type observer struct{ t *Telemetry }
 
 func (o observer) ListRefetched(server, method string) {
-	if m := o.t.Metrics; m != nil {
+	if m := o.t.Metrics; m != nil && m.callSet != nil {
 		m.refetches.WithLabelValues(server, method).Inc()
 	}
 }
@@ -140,7 +158,7 @@ func (o observer) StartCall(ctx context.Context, c gateway.CallInfo) (context.Co
 	}
 	t := o.t
 	var sm *serverMetrics
-	if t.Metrics != nil {
+	if t.Metrics != nil && t.Metrics.callSet != nil {
 		sm = t.Metrics.callStarted(c.Server, c.RequestBytes)
 	}
 	var span trace.Span

@@ -270,3 +270,51 @@ func TestTracingConfigured(t *testing.T) {
 		t.Errorf("grpc protocol: %v, want an error naming http/protobuf", err)
 	}
 }
+
+// In host mode each sandbox's calls and servers carry its name, and a
+// removed sandbox's series go with it.
+func TestForSandbox(t *testing.T) {
+	m := NewHostMetrics()
+	tel := &Telemetry{Metrics: m}
+	if (&Telemetry{Metrics: m}).Observer() == nil {
+		t.Fatal("no observer")
+	}
+	a, forgetA := tel.ForSandbox("a")
+	b, _ := tel.ForSandbox("b")
+	for _, s := range []*Telemetry{a, b} {
+		s.Metrics.WatchServers(func() map[string]gateway.ServerStatus {
+			return map[string]gateway.ServerStatus{"mem": {State: "ready"}}
+		})
+	}
+	_, end := a.Observer().StartCall(context.Background(), gateway.CallInfo{Server: "mem", Method: "tools/call", Name: "read_graph"})
+	end(gateway.CallEnd{Reply: gateway.Reply{Result: json.RawMessage(`{}`)}})
+	// The host's own Metrics count no calls (they have no call set): no panic.
+	_, end = tel.Observer().StartCall(context.Background(), gateway.CallInfo{Server: "mem", Method: "tools/call"})
+	end(gateway.CallEnd{})
+
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{
+		`mcp_gateway_calls_total{method="tools/call",outcome="ok",sandbox="a",server="mem",tool="read_graph"} 1`,
+		`mcp_gateway_upstream_state{sandbox="a",server="mem",state="ready"} 1`,
+		`mcp_gateway_upstream_state{sandbox="b",server="mem",state="ready"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, `sandbox="b",server="mem",tool`) {
+		t.Error("sandbox b counts a's call")
+	}
+	forgetA()
+	if body := scrape(); strings.Contains(body, `sandbox="a"`) || !strings.Contains(body, `sandbox="b"`) {
+		t.Errorf("after forgetting a:\n%s", body)
+	}
+	if again, _ := tel.ForSandbox("a"); again == nil { // a sandbox of the same name again
+		t.Error("a sandbox of a forgotten name")
+	}
+}

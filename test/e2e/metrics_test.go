@@ -271,3 +271,64 @@ func (p *prometheus) wait(t *testing.T, expr string, ok func([]float64) bool, wa
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// The host daemon's metrics: each sandbox's calls and servers carry its
+// name, served on --metrics-listen only (never to a sandbox's token), and
+// a removed sandbox's series go with it.
+func TestMetricsHostPerSandbox(t *testing.T) {
+	metricsPort := freePort(t)
+	h := startHost(t, filepath.Join(t.TempDir(), "state"), "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--log-calls")
+	h.mustCLI("", "server", "add", "memory", "--command", filepath.Join(npmBin, "mcp-server-memory"),
+		"--env", "MEMORY_FILE_PATH=${sandbox_dir}/graph.jsonl")
+	one := h.createSandbox("one", "--static", "memory")
+	two := h.createSandbox("two", "--static", "memory")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, g := range []*gw{one, two, two} {
+		cs := g.connectEra(ctx, "2025-11-25")
+		if _, isErr := callText(ctx, t, cs, "read_graph", map[string]any{}); isErr {
+			t.Fatalf("call %d: read_graph failed", i)
+		}
+	}
+
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	body := scrape()
+	for _, want := range []string{
+		`mcp_gateway_calls_total{method="tools/call",outcome="ok",sandbox="one",server="memory",tool="read_graph"} 1`,
+		`mcp_gateway_calls_total{method="tools/call",outcome="ok",sandbox="two",server="memory",tool="read_graph"} 2`,
+		`mcp_gateway_upstream_state{sandbox="one",server="memory",state="ready"} 1`,
+		`mcp_gateway_sessions{protocol_version="2025-11-25"} 3`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the host's metrics lack %s", want)
+		}
+	}
+	if log := h.log(); !containsLine(log, "msg=call", "sandbox=two", "server=memory", "name=read_graph", "outcome=ok") {
+		t.Errorf("no call log line naming the sandbox:\n%s", log)
+	}
+	// A sandbox's token does not open the metrics of every sandbox.
+	req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(h.url, "/mcp")+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+one.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /metrics on the MCP port with a sandbox's token: %d, want 404", resp.StatusCode)
+	}
+
+	h.mustCLI("", "sandbox", "rm", "one")
+	if body := scrape(); strings.Contains(body, `sandbox="one"`) || !strings.Contains(body, `sandbox="two"`) {
+		t.Errorf("after sandbox rm one, its series remain or two's are gone")
+	}
+}
