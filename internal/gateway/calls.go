@@ -26,6 +26,8 @@ type call struct {
 	gwToken       string          // the token the server sees instead
 
 	parked atomic.Bool // waiting for a 2026-07-28 client's input
+
+	ctx context.Context // the call's: what the server sends for it goes back with its trace context
 }
 
 // forward sends a request to srv on behalf of the session's client and
@@ -57,7 +59,7 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 	if stream == nil {
 		stream = noStream{}
 	}
-	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel}
+	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel, ctx: ctx}
 
 	// Progress tokens are the client's own and may collide with another
 	// client's on a shared server: the server sees a gateway-unique one.
@@ -227,6 +229,7 @@ func (g *Gateway) serverNotification(srv *server, method string, params json.Raw
 		if err != nil {
 			return
 		}
+		params = g.traceBack(c, params)
 		_ = c.stream.Send(wire.AppendNotification(nil, method, params))
 	case "notifications/message":
 		g.logMessage(srv, params)
@@ -290,6 +293,7 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
+	params = g.traceBack(c, params)
 	if missing := sess.lacks(method, params); missing != "" {
 		if sess.modern && c != nil {
 			// The 2026-07-28 answer: the client's request fails with

@@ -21,6 +21,10 @@ type Observer interface {
 	// ...) is fetched again because the server announced a change or was
 	// restarted.
 	ListRefetched(server, method string)
+	// TraceBack returns the params of a message a server sends the client
+	// during a call (a progress notification, a request) with the call's
+	// trace context, ctx being the one StartCall returned.
+	TraceBack(ctx context.Context, params json.RawMessage) json.RawMessage
 }
 
 // CallInfo describes a forwarded call as it starts.
@@ -64,6 +68,15 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	e.Reply = s.forwardCall(ctx, m, stream, srv, params, &e)
 	end(e)
 	return e.Reply
+}
+
+// traceBack gives what a server sends during call c the call's trace
+// context, through the Observer; unchanged without a call or an Observer.
+func (g *Gateway) traceBack(c *call, params json.RawMessage) json.RawMessage {
+	if c == nil || c.ctx == nil || g.Observer == nil {
+		return params
+	}
+	return g.Observer.TraceBack(c.ctx, params)
 }
 
 // observeRelist tells the Observer of a re-fetch of a server's lists.

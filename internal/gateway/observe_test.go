@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 type ctxKey struct{}
@@ -30,6 +32,14 @@ func (o *recordingObserver) StartCall(ctx context.Context, c CallInfo) (context.
 		o.ends = append(o.ends, e)
 		o.mu.Unlock()
 	}
+}
+
+func (o *recordingObserver) TraceBack(ctx context.Context, params json.RawMessage) json.RawMessage {
+	if ctx.Value(ctxKey{}) != "observed" {
+		return params
+	}
+	out, _ := wire.Set(params, "traced", json.RawMessage(`true`))
+	return out
 }
 
 func (o *recordingObserver) ListRefetched(server, method string) {
@@ -116,5 +126,44 @@ func TestObserverTimeout(t *testing.T) {
 	s.Handle(context.Background(), msg(`1`, "tools/call", `{"name":"slow","arguments":{}}`), nil)
 	if len(o.ends) != 1 || !o.ends[0].Timeout {
 		t.Fatalf("ends %+v, want one with Timeout", o.ends)
+	}
+}
+
+// What a server sends the client during a call (progress, a request) goes
+// through the Observer's TraceBack with the call's context.
+func TestObserverTraceBack(t *testing.T) {
+	f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
+	g := gatewayWith(t, RouterOptions{}, f)
+	g.Observer = &recordingObserver{}
+	hooks := g.UpstreamHooks("a")
+	var sampled json.RawMessage
+	f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+		token := wire.Get(wire.Get(params, "_meta"), "progressToken")
+		hooks.OnNotification("notifications/progress", json.RawMessage(`{"progressToken":`+string(token)+`,"progress":1}`))
+		res, werr := hooks.OnRequest(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":1}`))
+		if werr != nil {
+			return nil, werr
+		}
+		sampled = res
+		return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+	}
+	s := sessionWith(t, g, `{"sampling":{}}`)
+	stream := &answeringStream{s: s, answer: `{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`}
+	if reply := s.Handle(context.Background(), msg(`1`, "tools/call", `{"name":"echo","_meta":{"progressToken":7}}`), stream); reply.Error != nil {
+		t.Fatal(string(reply.Error))
+	}
+	if sampled == nil {
+		t.Fatal("the sampling request was not answered")
+	}
+	stream.mu.Lock()
+	got := append([]string(nil), stream.got...)
+	stream.mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("the client got %v, want a progress and a request", got)
+	}
+	for _, m := range got {
+		if !strings.Contains(m, `"traced":true`) {
+			t.Errorf("sent without the call's trace context: %s", m)
+		}
 	}
 }

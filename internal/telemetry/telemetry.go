@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -144,6 +145,33 @@ func (t *Telemetry) Observer() gateway.Observer {
 }
 
 type observer struct{ t *Telemetry }
+
+// TraceBack puts the call's trace context in the _meta of what its server
+// sends the client during the call, unless the server put its own there
+// (its span, a child of the call's, says more).
+func (o observer) TraceBack(ctx context.Context, params json.RawMessage) json.RawMessage {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return params
+	}
+	meta := wire.Get(params, "_meta")
+	if wire.Get(meta, "traceparent") != nil {
+		return params
+	}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	tp := "00-" + hex.EncodeToString(tid[:]) + "-" + hex.EncodeToString(sid[:]) + "-" + hex.EncodeToString([]byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	meta, err := wire.Set(meta, "traceparent", wire.AppendString(nil, tp))
+	if err == nil && sc.TraceState().Len() > 0 {
+		meta, err = wire.Set(meta, "tracestate", wire.AppendString(nil, sc.TraceState().String()))
+	}
+	if err != nil {
+		return params
+	}
+	if out, err := wire.Set(params, "_meta", meta); err == nil {
+		return out
+	}
+	return params
+}
 
 func (o observer) ListRefetched(server, method string) {
 	if m := o.t.Metrics; m != nil && m.callSet != nil {

@@ -318,3 +318,24 @@ func TestForSandbox(t *testing.T) {
 		t.Error("a sandbox of a forgotten name")
 	}
 }
+
+func TestTraceBack(t *testing.T) {
+	_, tracer := newRecorder()
+	o := (&Telemetry{Tracer: tracer}).Observer()
+	ctx, end := o.StartCall(context.Background(), gateway.CallInfo{Server: "s", Method: "tools/call", Name: "t"})
+	defer end(gateway.CallEnd{})
+	sc := trace.SpanContextFromContext(ctx)
+	want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"
+	for _, tc := range []struct{ in, want string }{
+		{`{"progressToken":7,"progress":1}`, `{"progressToken":7,"progress":1,"_meta":{"traceparent":"` + want + `"}}`},
+		{`{"messages":[],"_meta":{"x":1}}`, `{"messages":[],"_meta":{"x":1,"traceparent":"` + want + `"}}`},
+		{`{"_meta":{"traceparent":"00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01"}}`, `{"_meta":{"traceparent":"00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01"}}`}, // the server's own
+	} {
+		if got := o.TraceBack(ctx, json.RawMessage(tc.in)); string(got) != tc.want {
+			t.Errorf("TraceBack(%s)\n = %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+	if got := o.TraceBack(context.Background(), json.RawMessage(`{"a":1}`)); string(got) != `{"a":1}` {
+		t.Errorf("without a span: %s", got)
+	}
+}

@@ -116,6 +116,9 @@ func startTraceServer(t *testing.T) *traceServer {
 	mcp.AddTool(srv, &mcp.Tool{Name: "traced", Description: "Records the trace context it was called with."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			tp, _ := req.Params.Meta["traceparent"].(string)
+			if token := req.Params.GetProgressToken(); token != nil { // a progress the gateway takes back to the client
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 1})
+			}
 			ts.mu.Lock()
 			ts.meta = append(ts.meta, tp)
 			ts.headers = append(ts.headers, req.Extra.Header.Get("Traceparent"))
@@ -168,9 +171,24 @@ func TestTracingEndToEnd(t *testing.T) {
 		clientSpan  = "00f067aa0ba902b7"
 	)
 	t.Run("traceparent in _meta", func(t *testing.T) {
-		cs := g.connectEra(ctx, "2025-11-25")
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "traced", Arguments: map[string]any{},
-			Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01"}})
+		progress := make(chan string, 1)
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				tp, _ := req.Params.Meta["traceparent"].(string)
+				select {
+				case progress <- tp:
+				default:
+				}
+			}})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url,
+			HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "traced", Arguments: map[string]any{},
+			Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01", "progressToken": "p1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,6 +230,14 @@ func TestTracingEndToEnd(t *testing.T) {
 		}
 		if header != want {
 			t.Errorf("the server got the traceparent header %q, want %q", header, want)
+		}
+		select {
+		case tp := <-progress:
+			if tp != want {
+				t.Errorf("the server's progress reached the client with traceparent %q, want the call span's %q", tp, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("no progress notification reached the client")
 		}
 		if log := g.log(); !containsLine(log, "msg=call", "server=remote", "trace_id="+clientTrace, "span_id="+hex.EncodeToString(call.SpanId)) {
 			t.Errorf("no call log line with the trace id:\n%s", log)
