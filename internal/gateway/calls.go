@@ -750,13 +750,19 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 // client, on the stream of its call in flight on that server when there is one.
 func (s *Session) hooksFor(srv *server) Hooks {
 	g := s.gw
-	callStream := func() Stream {
+	callOn := func() *call {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, c := range s.calls {
 			if c.server == srv {
-				return c.stream
+				return c
 			}
+		}
+		return nil
+	}
+	callStream := func() Stream {
+		if c := callOn(); c != nil {
+			return c.stream
 		}
 		return nil
 	}
@@ -782,7 +788,12 @@ func (s *Session) hooksFor(srv *server) Hooks {
 			if missing := s.lacks(method, params); missing != "" {
 				return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
 			}
-			return s.request(ctx, callStream(), method, params)
+			c := callOn()
+			var st Stream
+			if c != nil {
+				st = c.stream
+			}
+			return s.request(ctx, st, method, g.traceBack(c, params))
 		},
 	}
 }

@@ -116,8 +116,12 @@ func startTraceServer(t *testing.T) *traceServer {
 	mcp.AddTool(srv, &mcp.Tool{Name: "traced", Description: "Records the trace context it was called with."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			tp, _ := req.Params.Meta["traceparent"].(string)
-			if token := req.Params.GetProgressToken(); token != nil { // a progress the gateway takes back to the client
+			if token := req.Params.GetProgressToken(); token != nil { // a progress and a request the gateway takes back to the client
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 1})
+				if _, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1,
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}); err != nil {
+					return nil, nil, err
+				}
 			}
 			ts.mu.Lock()
 			ts.meta = append(ts.meta, tp)
@@ -171,7 +175,7 @@ func TestTracingEndToEnd(t *testing.T) {
 		clientSpan  = "00f067aa0ba902b7"
 	)
 	t.Run("traceparent in _meta", func(t *testing.T) {
-		progress := make(chan string, 1)
+		progress, sampling := make(chan string, 1), make(chan string, 1)
 		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
 			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 				tp, _ := req.Params.Meta["traceparent"].(string)
@@ -179,6 +183,14 @@ func TestTracingEndToEnd(t *testing.T) {
 				case progress <- tp:
 				default:
 				}
+			},
+			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				tp, _ := req.Params.Meta["traceparent"].(string)
+				select {
+				case sampling <- tp:
+				default:
+				}
+				return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hello"}, Model: "m"}, nil
 			}})
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url,
 			HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1},
@@ -238,6 +250,14 @@ func TestTracingEndToEnd(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Error("no progress notification reached the client")
+		}
+		select {
+		case tp := <-sampling:
+			if tp != want {
+				t.Errorf("the server's sampling request reached the client with traceparent %q, want the call span's %q", tp, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("no sampling request reached the client")
 		}
 		if log := g.log(); !containsLine(log, "msg=call", "server=remote", "trace_id="+clientTrace, "span_id="+hex.EncodeToString(call.SpanId)) {
 			t.Errorf("no call log line with the trace id:\n%s", log)
