@@ -114,7 +114,10 @@ func (b *bench) telemetryCost() {
 			b.fail("telemetry (%s): /metrics has no mcp_gateway_calls_total", r.v.name)
 		}
 	}
-	time.Sleep(6 * time.Second) // the batch span processor's default delay is 5 s
+	// A gateway flushes the spans it still holds when it stops (SIGTERM).
+	for _, r := range targets {
+		r.stop()
+	}
 	res.spans = received.Load()
 	if res.spans == 0 {
 		b.fail("telemetry (metrics + traces): the OTLP receiver got no export")
