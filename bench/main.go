@@ -21,7 +21,9 @@
 //   - start-up: the daemon launcher from exec to its exit with the ready
 //     line, with 1, 8 and 32 servers, and the gateway's own share;
 //   - scale: tools/list over 64 servers × 100 tools, 1 000 open sessions,
-//     and a soak of 100 000 calls with 1 000 sessions opened and closed.
+//     and a soak of 100 000 calls with 1 000 sessions opened and closed;
+//   - telemetry: the gateway's CPU per call with metrics off, on, and with
+//     traces exported over OTLP/HTTP.
 //
 // Both protocol eras: -era legacy (2025-11-25, sessions), 2026-07-28
 // (sessionless; a gateway that refuses it with -32022 is reported "not
