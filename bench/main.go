@@ -21,7 +21,9 @@
 //   - start-up: the daemon launcher from exec to its exit with the ready
 //     line, with 1, 8 and 32 servers, and the gateway's own share;
 //   - scale: tools/list over 64 servers × 100 tools, 1 000 open sessions,
-//     and a soak of 100 000 calls with 1 000 sessions opened and closed.
+//     and a soak of 100 000 calls with 1 000 sessions opened and closed;
+//   - telemetry: the gateway's CPU per call with metrics off, on, and with
+//     traces exported over OTLP/HTTP.
 //
 // Both protocol eras: -era legacy (2025-11-25, sessions), 2026-07-28
 // (sessionless; a gateway that refuses it with -32022 is reported "not
@@ -89,7 +91,7 @@ type options struct {
 }
 
 // phaseNames are the parts of a run, in order.
-var phaseNames = []string{"calls", "isolation", "startup", "list", "sessions", "soak", "profile"}
+var phaseNames = []string{"calls", "isolation", "startup", "list", "sessions", "soak", "telemetry", "profile"}
 
 func parseFlags(args []string) (*options, error) {
 	var o options
@@ -331,7 +333,7 @@ func run(args []string) int {
 	for _, p := range []struct {
 		name string
 		run  func()
-	}{{"calls", b.calls}, {"isolation", b.isolation}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"profile", b.profile}} {
+	}{{"calls", b.calls}, {"isolation", b.isolation}, {"startup", b.startup}, {"list", b.listScale}, {"sessions", b.sessionScale}, {"soak", b.soak}, {"telemetry", b.telemetryCost}, {"profile", b.profile}} {
 		if opts.phases[p.name] {
 			p.run()
 		}

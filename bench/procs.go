@@ -354,15 +354,22 @@ func (b *bench) startGateway(config string, wantTools int) (*gatewayProc, error)
 
 // startGatewayBin is startGateway with another binary (the baseline's).
 func (b *bench) startGatewayBin(bin, config string, wantTools int) (*gatewayProc, error) {
+	return b.startGatewayWith(bin, config, wantTools, nil, nil)
+}
+
+// startGatewayWith is startGatewayBin with more arguments and environment.
+func (b *bench) startGatewayWith(bin, config string, wantTools int, extraArgs, extraEnv []string) (*gatewayProc, error) {
 	port := make(chan int, 1)
 	argv := []string{bin, "serve", "--config", config,
 		"--host", "127.0.0.1", "--port", "0", "--token-file", "",
 		"--catalog-file", filepath.Join(b.dir, "no-catalog.json"), "--github-dir", filepath.Join(b.dir, "github"),
 		"--log-level", "info"}
+	argv = append(argv, extraArgs...)
 	if bin == b.gateway {
 		argv = append(argv, b.opts.gatewayArgs...)
 	}
 	env := append(os.Environ(), "GATEWAY_ACCESS_TOKEN="+b.token)
+	env = append(env, extraEnv...)
 	var pprofFile string
 	if b.opts.pprof && bin == b.gateway {
 		b.gateways++

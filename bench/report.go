@@ -22,6 +22,7 @@ type report struct {
 	sessions  []*sessionResult
 	soaks     []*soakResult
 	isolation *isolationResult
+	telemetry *telemetryResult
 	notes     []string
 	failures  []string
 }
@@ -59,6 +60,7 @@ func (r *report) markdown() string {
 	r.writeLists(&b)
 	r.writeSessions(&b)
 	r.writeSoak(&b)
+	r.writeTelemetry(&b)
 	if len(r.notes) > 0 {
 		b.WriteString("### Notes\n\n")
 		for _, n := range r.notes {

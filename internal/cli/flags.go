@@ -69,6 +69,7 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bo
 // are registered only where the gateway serves HTTP (registerHTTP).
 type gatewayFlags struct {
 	http               httpFlags
+	telemetry          telemetryFlags
 	config, configFile string
 	host               string
 	port               int
@@ -107,6 +108,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.secretsFile, "secrets-file", "", "serve mode: a `file` (mode 0600) of NAME=value lines for ${NAME} placeholders in remote servers' headers, after the server's envs and the environment")
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
 	g.governance.register(fs)
+	g.telemetry.register(fs)
 }
 
 // registerHTTP registers the flags of the HTTP front (see httpFlags).
@@ -148,6 +150,7 @@ func (g *gatewayFlags) args() []string {
 	}
 	a = append(a, g.http.args()...)
 	a = append(a, g.governance.args()...)
+	a = append(a, g.telemetry.args()...)
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
 	}

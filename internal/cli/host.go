@@ -66,6 +66,8 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	hf.register(fs)
 	var gf governanceFlags
 	gf.registerHost(fs)
+	var tf telemetryFlags
+	tf.registerHost(fs)
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -87,6 +89,9 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	logger, err := newLogger(logOut, *logLevel)
 	if err == nil {
 		err = hf.check()
+	}
+	if err == nil {
+		err = tf.check()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
@@ -133,6 +138,12 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	tel, stopTelemetry, err := tf.build(ctx, logger)
+	if err != nil {
+		store.Close()
+		return fail(err)
+	}
+	defer stopTelemetry()
 	guard := &netguard.Policy{AllowAll: *allowAny, Logger: logger}
 	flags := gatewayFlags{maxResponseBytes: *maxResponse}
 	h, err := host.Open(ctx, host.Options{
@@ -145,6 +156,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		StartTimeout: *startTimeout,
 		MaxBodyBytes: *maxBody,
 		Governance:   govOpts,
+		Telemetry:    tel,
 	})
 	if err != nil {
 		return fail(err)

@@ -41,6 +41,10 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		return exitUsage
 	}
 	g.governance.launcherDefaults(fs, *logFile)
+	if err := g.telemetry.check(); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
+		return exitUsage
+	}
 	cfg, err := g.readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)

@@ -59,6 +59,9 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	if err == nil {
 		err = g.http.check()
 	}
+	if err == nil {
+		err = g.telemetry.check()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
@@ -266,6 +269,12 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	}
 	router := gw.Router
 	defer router.Close()
+	tel, stopTelemetry, err := g.telemetry.build(ctx, logger)
+	if err != nil {
+		return &configError{err}
+	}
+	defer stopTelemetry()
+	gw.Observer = tel.Observer()
 	// The listener is set up while the servers start, on the side: a
 	// failure to listen cancels their start.
 	startCtx, cancelStart := context.WithCancel(ctx)
@@ -302,7 +311,13 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 			}
 			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": status}
 		},
-		Logger: logger,
+		Logger:    logger,
+		Telemetry: tel,
+	}
+	if tel.Metrics != nil {
+		handler.Metrics = tel.Metrics.Handler()
+		tel.Metrics.WatchServers(router.Status)
+		tel.Metrics.WatchSessions(handler.SessionCounts)
 	}
 	g.http.configure(handler, logger)
 	srv, sl := g.http.server(handler, ln, logger)

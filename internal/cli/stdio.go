@@ -60,11 +60,25 @@ the process talks to it.`, stderr)
 	}
 	defer gw.Router.Close()
 	defer gw.Close()
+	if err := g.telemetry.check(); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitUsage
+	}
+	tel, stopTelemetry, err := g.telemetry.build(ctx, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitError
+	}
+	defer stopTelemetry()
+	gw.Observer = tel.Observer()
+	if tel.Metrics != nil {
+		tel.Metrics.WatchServers(gw.Router.Status) // served by --metrics-listen only
+	}
 	if err := startServers(ctx, &g, gw.Router, false); err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError
 	}
-	if err := front.ServeStdio(ctx, gw, os.Stdin, stdout); err != nil {
+	if err := front.ServeStdioWith(ctx, gw, os.Stdin, stdout, front.StdioOptions{Telemetry: tel}); err != nil {
 		logger.Error("stdio", "err", err)
 		return exitError
 	}

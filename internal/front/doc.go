@@ -1,6 +1,6 @@
 // Package front is the gateway's HTTP face: the MCP endpoint (/mcp, streamable
 // HTTP of the 2025-11-25 specification with its sessions) behind a bearer
-// token, and /health.
+// token, /health, and /metrics behind the same token.
 //
 // It is the first link of the call path (front → session → router →
 // upstream): it authenticates, tells protocol eras apart, keeps the HTTP

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -73,6 +74,12 @@ type Handler struct {
 	// Quicker answers stay plain JSON. 0 means DefaultPrimeAfter; a
 	// negative value never primes (only an interim message switches).
 	PrimeAfter time.Duration
+	// Metrics, when set, serves GET /metrics behind the same bearer token
+	// as /mcp (any tenant's, with Tenants); nil answers 404.
+	Metrics http.Handler
+	// Telemetry, when set, counts, times and traces each request, taking
+	// the client's trace context from its _meta or its HTTP headers.
+	Telemetry *telemetry.Telemetry
 	// Logger receives the front's own log lines (a slow client's stream
 	// closed, a session expired); nil discards them.
 	Logger *slog.Logger
@@ -131,6 +138,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveHealth(w, r)
 	case "/mcp":
 		h.serveMCP(w, r)
+	case "/metrics":
+		h.serveMetrics(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -151,6 +160,35 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 		doc = h.Health(h.gateway(r) != nil)
 	}
 	writeJSON(w, http.StatusOK, doc)
+}
+
+// serveMetrics serves the Prometheus metrics to a caller holding a token.
+func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if h.Metrics == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if !rebindingSafe(r) {
+		forbidRebinding(w)
+		return
+	}
+	if h.gateway(r) == nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
+		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		return
+	}
+	h.Metrics.ServeHTTP(w, r)
+}
+
+// SessionCounts counts the open sessions by protocol version, for metrics.
+func (h *Handler) SessionCounts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int{}
+	for _, s := range h.sessions {
+		out[s.gs.ProtocolVersion()]++
+	}
+	return out
 }
 
 func forbidRebinding(w http.ResponseWriter) {
@@ -228,7 +266,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		return
 	}
 	if m.Method == "initialize" && m.IsRequest() {
-		h.initialize(w, gw, m)
+		_, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params, Header: r.Header})
+		done(h.initialize(w, gw, m))
 		return
 	}
 
@@ -258,11 +297,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		if d := h.primeAfter(); d > 0 && acceptsEventStream(r) {
 			prime = time.AfterFunc(d, st.prime)
 		}
-		reply := sess.gs.Handle(context.WithoutCancel(r.Context()), m, st)
+		ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params,
+			SessionID: sess.logID(), ProtocolVersion: sess.gs.ProtocolVersion(), Header: r.Header})
+		reply := sess.gs.Handle(context.WithoutCancel(ctx), m, st)
 		if prime != nil {
 			prime.Stop()
 		}
 		st.reply(m.ID, reply)
+		done(reply)
 	}
 }
 
@@ -308,15 +350,15 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 	})
 }
 
-func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) {
+// initialize answers initialize and returns the answer (for telemetry).
+func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) gateway.Reply {
 	if h.full() {
-		h.refuseSession(w, m)
-		return
+		return h.refuseSession(w, m)
 	}
 	gs, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
 		writeRPCError(w, http.StatusOK, m.ID, werr)
-		return
+		return gateway.Reply{Error: werr.Marshal()}
 	}
 	s := &session{id: newSessionID(), gs: gs}
 	s.last.Store(time.Now().UnixNano())
@@ -324,8 +366,7 @@ func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire
 	if h.MaxSessions > 0 && len(h.sessions) >= h.MaxSessions { // another initialize took the last place
 		h.mu.Unlock()
 		gs.Close()
-		h.refuseSession(w, m)
-		return
+		return h.refuseSession(w, m)
 	}
 	if h.sessions == nil {
 		h.sessions = map[string]*session{}
@@ -339,7 +380,9 @@ func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire
 		})
 	}
 	w.Header().Set(headerSessionID, s.id)
-	writeReply(w, 0, m.ID, gateway.Reply{Result: result})
+	reply := gateway.Reply{Result: result}
+	writeReply(w, 0, m.ID, reply)
+	return reply
 }
 
 // full reports whether the sessions are at MaxSessions.
@@ -352,10 +395,12 @@ func (h *Handler) full() bool {
 	return len(h.sessions) >= h.MaxSessions
 }
 
-func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) {
+func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) gateway.Reply {
 	w.Header().Set("Retry-After", "10")
-	writeRPCError(w, http.StatusServiceUnavailable, m.ID, wire.Errorf(wire.CodeInternalError,
-		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions))
+	e := wire.Errorf(wire.CodeInternalError,
+		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions)
+	writeRPCError(w, http.StatusServiceUnavailable, m.ID, e)
+	return gateway.Reply{Error: e.Marshal()}
 }
 
 // janitor ends the sessions idle for longer than timeout, until Close.

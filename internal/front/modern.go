@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -48,7 +49,9 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 	}
 	// Closing the stream, the client's doing or the gateway's (a client too
 	// slow to read it), cancels the request.
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "stateless", Method: m.Method, ID: m.ID, Params: m.Params,
+		ProtocolVersion: gateway.ModernVersion, Header: r.Header})
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st := &stream{h: h, w: w, ctx: r.Context(), cancel: cancel, reqID: m.ID}
 	var reply gateway.Reply
@@ -56,6 +59,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 		reply = gw.Listen(ctx, m, st)
 		if reply.Result == nil && reply.Error == nil {
 			st.close() // the client went away: nothing more to write
+			done(reply)
 			return
 		}
 	} else {
@@ -70,6 +74,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 		}
 	}
 	st.reply(m.ID, reply)
+	done(reply)
 }
 
 // validateModern checks a modern request's version and its headers against its body.

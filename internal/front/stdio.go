@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -32,7 +33,19 @@ const stdioDrain = 10 * time.Second
 // closes. A client that closes its input right after its last request
 // gets that request's answer. When ctx ends (a signal), it returns at once.
 func ServeStdio(ctx context.Context, gw *gateway.Gateway, r io.Reader, w io.Writer) error {
-	c := &stdioConn{gw: gw, w: w, inflight: map[string]*inflightRequest{}}
+	return ServeStdioWith(ctx, gw, r, w, StdioOptions{})
+}
+
+// StdioOptions configure ServeStdioWith; the zero value is ServeStdio's.
+type StdioOptions struct {
+	// Telemetry, when set, counts, times and traces each request, taking
+	// the client's trace context from its _meta.
+	Telemetry *telemetry.Telemetry
+}
+
+// ServeStdioWith is ServeStdio with options.
+func ServeStdioWith(ctx context.Context, gw *gateway.Gateway, r io.Reader, w io.Writer, opts StdioOptions) error {
+	c := &stdioConn{gw: gw, w: w, inflight: map[string]*inflightRequest{}, tel: opts.Telemetry}
 	ctx, cancel := context.WithCancel(ctx)
 	defer c.wg.Wait()
 	defer func() {
@@ -126,6 +139,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 
 type stdioConn struct {
 	gw  *gateway.Gateway
+	tel *telemetry.Telemetry
 	wmu sync.Mutex
 	w   io.Writer
 	wg  sync.WaitGroup // every goroutine: requests and the session's pump
@@ -205,7 +219,7 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 			sess.HandleNotification(ctx, m)
 		}
 	case modern:
-		c.goRequest(ctx, m, func(ctx context.Context) gateway.Reply {
+		c.goRequest(ctx, m, telemetry.Request{Era: "stateless", ProtocolVersion: gateway.ModernVersion}, func(ctx context.Context) gateway.Reply {
 			if m.Method == "subscriptions/listen" {
 				return c.gw.Listen(ctx, m, c)
 			}
@@ -233,13 +247,17 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 		}
 		_ = c.write(wire.AppendError(nil, m.ID, wire.Errorf(wire.CodeInvalidRequest, "send initialize first (or a %s request with its _meta)", gateway.ModernVersion)))
 	default:
-		c.goRequest(ctx, m, func(ctx context.Context) gateway.Reply { return sess.Handle(ctx, m, c) })
+		c.goRequest(ctx, m, telemetry.Request{Era: "session", ProtocolVersion: sess.ProtocolVersion()},
+			func(ctx context.Context) gateway.Reply { return sess.Handle(ctx, m, c) })
 	}
 }
 
 // goRequest answers a request in its own goroutine, so a slow call does not
-// hold up the others; notifications/cancelled for it cancels its ctx.
-func (c *stdioConn) goRequest(ctx context.Context, m *wire.Message, handle func(context.Context) gateway.Reply) {
+// hold up the others; notifications/cancelled for it cancels its ctx. tr
+// says the request's era and version, for telemetry.
+func (c *stdioConn) goRequest(ctx context.Context, m *wire.Message, tr telemetry.Request, handle func(context.Context) gateway.Reply) {
+	tr.Method, tr.ID, tr.Params = m.Method, m.ID, m.Params
+	ctx, done := c.tel.StartRequest(ctx, tr)
 	ctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
 	c.inflight[string(m.ID)] = &inflightRequest{cancel: cancel, listen: m.Method == "subscriptions/listen"}
@@ -254,6 +272,7 @@ func (c *stdioConn) goRequest(ctx context.Context, m *wire.Message, handle func(
 			cancel()
 		}()
 		reply := handle(ctx)
+		done(reply)
 		if ctx.Err() != nil && m.Method != "subscriptions/listen" {
 			return // cancelled: the client expects no answer
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -165,6 +166,7 @@ type events struct {
 	timeout time.Duration
 	log     *slog.Logger
 	onSlow  func() // called when the connection is given up as too slow
+	tel     *telemetry.Telemetry
 
 	mu        sync.Mutex
 	buf       []event // the latest events, oldest first, at most streamBuffer (one more for the last)
@@ -188,7 +190,7 @@ type slowClient struct{ reason string }
 func (e *slowClient) Error() string { return e.reason }
 
 func (h *Handler) newEvents(id, session string) *events {
-	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger()}
+	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger(), tel: h.Telemetry}
 	if id != "" {
 		e.buf = append(e.buf, event{seq: 0}) // the priming event
 		e.next = 1
@@ -260,6 +262,7 @@ func (e *events) gaveUp(reason *slowClient) {
 	}
 	attrs = append(attrs, "reason", reason.reason)
 	e.log.Warn("closed a slow client's stream; the client's other streams and every other client are unaffected", attrs...)
+	e.tel.SlowClientDisconnect()
 	if e.onSlow != nil {
 		e.onSlow()
 	}

@@ -26,6 +26,8 @@ type call struct {
 	gwToken       string          // the token the server sees instead
 
 	parked atomic.Bool // waiting for a 2026-07-28 client's input
+
+	ctx context.Context // the call's: what the server sends for it goes back with its trace context
 }
 
 // forward sends a request to srv on behalf of the session's client and
@@ -37,10 +39,10 @@ func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, s
 	return s.forwardLegacy(ctx, m, stream, srv, params)
 }
 
-// forwardLegacy sends the request and waits for the answer. While it is in
+// forwardCall sends the request and waits for the answer. While it is in
 // flight, the call is where the server's progress, log messages and
-// requests for this client go.
-func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+// requests for this client go. end, when not nil, is told how it went.
+func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage, end *CallEnd) Reply {
 	g := s.gw
 	timeout := g.Router.opts.CallTimeout
 	if srv.callTimeout > 0 {
@@ -57,7 +59,7 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	if stream == nil {
 		stream = noStream{}
 	}
-	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel}
+	c := &call{sess: s, server: srv, id: string(m.ID), stream: stream, cancel: cancel, ctx: ctx}
 
 	// Progress tokens are the client's own and may collide with another
 	// client's on a shared server: the server sees a gateway-unique one.
@@ -98,6 +100,9 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	case srv.newPerClient != nil:
 		var err error
 		if up, err = s.upstreamFor(ctx, srv); err != nil {
+			if end != nil {
+				end.Err = err
+			}
 			return failure(m, err)
 		}
 	}
@@ -108,6 +113,7 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 	case s.modern && !modernServer:
 		params = stripModernMeta(params)
 	}
+	began := time.Now()
 	resp, err := up.Call(ctx, m.Method, params)
 	for round := 0; err == nil && modernServer && !s.modern && isInputRequired(resp.Result); round++ {
 		// A 2026-07-28 server asks a session-era client for input: ask the
@@ -120,6 +126,9 @@ func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Str
 			break
 		}
 		resp, err = up.Call(ctx, m.Method, retry)
+	}
+	if end != nil {
+		end.Upstream, end.Err, end.Timeout = time.Since(began), err, err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
 	g.Router.relistIfRestarted(srv)
 	if err != nil {
@@ -193,6 +202,7 @@ func (g *Gateway) CompanionHooks(name string) Hooks {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
 			defer cancel()
+			g.Router.observeRelist(srv, ks)
 			if err := g.Router.listCompanion(ctx, srv, ks...); err != nil {
 				g.Router.log.Warn("re-listing the 2026-07-28 process failed", "server", name, "err", err)
 				return
@@ -219,6 +229,7 @@ func (g *Gateway) serverNotification(srv *server, method string, params json.Raw
 		if err != nil {
 			return
 		}
+		params = g.traceBack(c, params)
 		_ = c.stream.Send(wire.AppendNotification(nil, method, params))
 	case "notifications/message":
 		g.logMessage(srv, params)
@@ -282,6 +293,7 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
+	params = g.traceBack(c, params)
 	if missing := sess.lacks(method, params); missing != "" {
 		if sess.modern && c != nil {
 			// The 2026-07-28 answer: the client's request fails with
@@ -738,13 +750,19 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 // client, on the stream of its call in flight on that server when there is one.
 func (s *Session) hooksFor(srv *server) Hooks {
 	g := s.gw
-	callStream := func() Stream {
+	callOn := func() *call {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, c := range s.calls {
 			if c.server == srv {
-				return c.stream
+				return c
 			}
+		}
+		return nil
+	}
+	callStream := func() Stream {
+		if c := callOn(); c != nil {
+			return c.stream
 		}
 		return nil
 	}
@@ -770,7 +788,12 @@ func (s *Session) hooksFor(srv *server) Hooks {
 			if missing := s.lacks(method, params); missing != "" {
 				return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
 			}
-			return s.request(ctx, callStream(), method, params)
+			c := callOn()
+			var st Stream
+			if c != nil {
+				st = c.stream
+			}
+			return s.request(ctx, st, method, g.traceBack(c, params))
 		},
 	}
 }

@@ -11,4 +11,8 @@
 // negotiated protocol version, capabilities and identity. The front creates one
 // per legacy (2025-11-25 and earlier) HTTP session and hands it every message
 // of that client; it knows nothing of upstreams.
+//
+// Every request forwarded to a server passes one point, forwardLegacy, where
+// the Gateway's [Observer] (metrics, traces, the call log: internal/telemetry)
+// sees it start and end.
 package gateway

@@ -161,11 +161,30 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	}
 	done, werr := guard.Admit(ctx, c)
 	if werr != nil {
-		return errorReply(werr)
+		return s.denied(ctx, m, gi, werr)
 	}
 	reply := run(ctx, stream)
 	if done != nil {
 		done(reply)
+	}
+	return reply
+}
+
+// denied answers a call the guard refused, and counts it with the
+// Observer as a call that ended denied without reaching its server.
+func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, werr *wire.Error) Reply {
+	reply := errorReply(werr)
+	if o := s.gw.Observer; o != nil {
+		server := gi.Server
+		if server == "" {
+			server = BuiltinServer
+		}
+		info := CallInfo{Server: server, Method: m.Method, ProtocolVersion: s.protocolVersion, RequestBytes: len(m.Params)}
+		if m.Method == "tools/call" || m.Method == "prompts/get" {
+			info.Name = gi.Name
+		}
+		_, end := o.StartCall(ctx, info)
+		end(CallEnd{Reply: reply, Denied: true})
 	}
 	return reply
 }
@@ -211,7 +230,7 @@ func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Str
 		var reply Reply
 		done, werr := g.Guard.Admit(callCtx, c)
 		if werr != nil {
-			reply = errorReply(werr)
+			reply = s.denied(callCtx, m, c.GuardItem, werr)
 		} else {
 			reply = run(callCtx, sw)
 			if done != nil {

@@ -132,3 +132,26 @@ func TestGuardFiltersListsAndRefusesCalls(t *testing.T) {
 	default:
 	}
 }
+
+// A call the guard refuses is counted by the Observer as one that ended
+// denied, with its server and original name, without reaching the server.
+func TestGuardDenialObserved(t *testing.T) {
+	b := &scripted{fakeUpstream: fakeUpstream{name: "b", tools: []string{tool("echo")}}}
+	g := gatewayWith(t, RouterOptions{}, b)
+	guard := &denyGuard{}
+	guard.set("tool:b/echo")
+	g.Guard = guard
+	o := &recordingObserver{}
+	g.Observer = o
+	s := sessionWith(t, g, `{}`)
+	guard.set() // listed, then denied: a call by a client that listed before the change
+	listNames(t, s)
+	guard.set("tool:b/echo")
+	s.Handle(context.Background(), msg("2", "tools/call", `{"name":"echo","arguments":{}}`), nil)
+	if len(o.starts) != 1 || len(o.ends) != 1 {
+		t.Fatalf("%d starts, %d ends; want the denied call once", len(o.starts), len(o.ends))
+	}
+	if c, e := o.starts[0], o.ends[0]; c.Server != "b" || c.Name != "echo" || !e.Denied || e.Reply.Error == nil || len(b.requests()) != 0 {
+		t.Errorf("observed %+v ending %+v; b saw %v", c, e, b.requests())
+	}
+}

@@ -484,6 +484,9 @@ type ServerStatus struct {
 	Tools     int    `json:"tools"`
 	Restarts  uint64 `json:"restarts"`
 	LastError string `json:"lastError,omitempty"`
+	// Started is when its current process or session started (zero when
+	// none is up or the upstream does not say), for metrics.
+	Started time.Time `json:"-"`
 }
 
 // Status reports every server's state, by name.
@@ -502,6 +505,9 @@ func (r *Router) Status() map[string]ServerStatus {
 		s.stateMu.Unlock()
 		if g := s.up.Generation(); g > 1 {
 			st.Restarts = g - 1
+		}
+		if up, ok := s.up.(interface{ StartedAt() time.Time }); ok {
+			st.Started = up.StartedAt()
 		}
 		out[s.name] = st
 	}
@@ -686,6 +692,7 @@ func (r *Router) relistLoop(s *server) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
+		r.observeRelist(s, ks)
 		err := r.list(ctx, s, ks...)
 		cancel()
 		if err != nil {

@@ -31,6 +31,8 @@ type Gateway struct {
 	// (policy, audit); nil: everything is allowed. Set it before serving.
 	Guard   Guard
 	guarded guardCache
+	// Observer, when set (before serving), watches every forwarded call.
+	Observer Observer
 
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call

@@ -657,6 +657,7 @@ func (h *Host) RemoveSandbox(name string) error {
 	h.publishTokens()
 	h.front.Forget(sb.gw)
 	sb.gw.Close()
+	sb.forgetMetrics()
 	err := sb.gw.Router.Close()
 	// Its servers' files go with it: a sandbox of the same name starts afresh.
 	if rmErr := os.RemoveAll(filepath.Join(h.opts.Dir, SandboxesDir, name)); rmErr != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// OAuthCallback is the loopback address the OAuth callback of `auth`
 	// listens on; "" means 127.0.0.1 on any free port.
 	OAuthCallback string
+	// Telemetry, when set, records each sandbox's calls (its metrics
+	// labelled with the sandbox's name) and traces its requests.
+	Telemetry *telemetry.Telemetry
 }
 
 // Host is the daemon's core: the registry, the secrets, and a running
@@ -105,6 +109,8 @@ type sandbox struct {
 	// unattached holds why an attached server has no instance (its
 	// secret or a required property is missing), by server.
 	unattached map[string]string
+	// forgetMetrics removes the sandbox's metrics when it is removed.
+	forgetMetrics func()
 }
 
 // Open reads the state directory and starts every sandbox's servers (a
@@ -147,7 +153,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
 	h.snapshotServers()
-	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes}
+	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes,
+		Telemetry: opts.Telemetry} // the metrics are the operator's: served by --metrics-listen, never to a sandbox's token
+	if opts.Telemetry != nil && opts.Telemetry.Metrics != nil {
+		opts.Telemetry.Metrics.WatchSessions(h.front.SessionCounts)
+	}
 
 	var wg sync.WaitGroup
 	for _, name := range sortedKeys(st.Sandboxes) {
@@ -293,6 +303,11 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	sb.gw.Guard = h.guardFor(sb)
+	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
+	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget
+	if tel != nil && tel.Metrics != nil {
+		tel.Metrics.WatchServers(router.Status)
+	}
 	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}

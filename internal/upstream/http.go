@@ -158,6 +158,7 @@ type HTTP struct {
 	rootsDeclared bool
 
 	gen        atomic.Uint64
+	started    atomic.Int64            // unix nanoseconds of the current session's start
 	sess       atomic.Pointer[session] // the current session, up or down
 	initResult atomic.Pointer[json.RawMessage]
 	transport  atomic.Pointer[string]
@@ -306,6 +307,9 @@ func (h *HTTP) Name() string { return h.opts.Name }
 // ended), which a caller caching the server's lists may want to notice.
 func (h *HTTP) Generation() uint64 { return h.gen.Load() }
 
+// StartedAt is when the current session was established; zero before the first.
+func (h *HTTP) StartedAt() time.Time { return unixNanoTime(h.started.Load()) }
+
 // InitializeResult returns the raw initialize result of the current (or
 // last) session, or nil before the first successful start.
 func (h *HTTP) InitializeResult() json.RawMessage {
@@ -345,6 +349,7 @@ func (h *HTTP) Start(ctx context.Context) error {
 // first, the server is sent notifications/cancelled and Call returns an error
 // wrapping ctx.Err(). A 401 or 403 is an error wrapping ErrCredentials.
 func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) (*Response, error) {
+	params = withTraceMeta(ctx, params)
 	for retried := false; ; retried = true {
 		s, err := h.running(ctx)
 		if err != nil {
@@ -500,6 +505,7 @@ func (h *HTTP) running(ctx context.Context) (*session, error) {
 			h.sess.Store(s)
 			h.initResult.Store(&s.initResult)
 			h.logStarted(s, h.gen.Add(1))
+			h.started.Store(time.Now().UnixNano())
 		}
 		h.mu.Unlock()
 		if err == nil && closed { // Close ran during the handshake

@@ -163,8 +163,8 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	// from ctx, ended by the caller as soon as Call returns, would do). So
 	// the request's context derives from the session's, carries none of
 	// ctx's values, and is cancelled when ctx ends.
-	handedOff := false // the response stream's reader owns cancelReq
-	reqCtx, cancelReq := context.WithCancel(s.ctx)
+	handedOff := false                                                   // the response stream's reader owns cancelReq
+	reqCtx, cancelReq := context.WithCancel(withSpanContext(s.ctx, ctx)) // the span context, for the headers
 	stopWatching := context.AfterFunc(ctx, cancelReq)
 	defer func() {
 		stopWatching()
@@ -622,7 +622,7 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 	var header http.Header
 	switch {
 	case method == http.MethodPost:
-		header = hs.post
+		header = traceHeaders(ctx, hs.post)
 	case method == http.MethodGet && lastEventID == "":
 		header = hs.get
 	case method == http.MethodGet:

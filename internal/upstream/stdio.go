@@ -98,7 +98,8 @@ type Stdio struct {
 	log        *slog.Logger
 	initParams json.RawMessage
 
-	gen atomic.Uint64
+	gen     atomic.Uint64
+	started atomic.Int64 // unix nanoseconds of the current process's start
 	// proc is the last initialized process; calls go to it while it is up.
 	proc atomic.Pointer[process]
 
@@ -167,6 +168,16 @@ func (s *Stdio) Name() string { return s.opts.Name }
 // may want to notice.
 func (s *Stdio) Generation() uint64 { return s.gen.Load() }
 
+// StartedAt is when the current process started; zero before the first.
+func (s *Stdio) StartedAt() time.Time { return unixNanoTime(s.started.Load()) }
+
+func unixNanoTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
 // InitializeResult returns the raw initialize result of the current (or last)
 // process, or nil before the first successful start.
 func (s *Stdio) InitializeResult() json.RawMessage {
@@ -207,6 +218,7 @@ func (s *Stdio) Start(ctx context.Context) error {
 // returns an error wrapping ctx.Err(). When the process dies during the call,
 // the error wraps ErrExited or ErrProtocol and quotes the server's stderr.
 func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage) (*Response, error) {
+	params = withTraceMeta(ctx, params)
 	for retried := false; ; retried = true {
 		p, err := s.running(ctx)
 		if err != nil {
@@ -344,6 +356,7 @@ func (s *Stdio) running(ctx context.Context) (*process, error) {
 		if err == nil && !closed {
 			s.proc.Store(p)
 			s.logStarted(p, s.gen.Add(1))
+			s.started.Store(time.Now().UnixNano())
 		}
 		s.mu.Unlock()
 		if err == nil && closed { // Close ran during the handshake

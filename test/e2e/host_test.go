@@ -33,10 +33,10 @@ type hostGW struct {
 var hostReady = regexp.MustCompile(`msg="mcp-gateway host is ready" url=(\S+)`)
 
 // startHost runs the daemon on state (a fresh port each time) and waits until it is ready.
-func startHost(t *testing.T, state string) *hostGW {
+func startHost(t *testing.T, state string, extra ...string) *hostGW {
 	t.Helper()
 	h := &hostGW{t: t, state: state, logf: filepath.Join(t.TempDir(), "host.log")}
-	h.cmd = exec.Command(gatewayBin, "host", "--state-dir", state, "--host", "127.0.0.1", "--port", "0", "--log-level", "debug")
+	h.cmd = exec.Command(gatewayBin, append([]string{"host", "--state-dir", state, "--host", "127.0.0.1", "--port", "0", "--log-level", "debug"}, extra...)...)
 	logf, err := os.Create(h.logf)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,189 @@
+package main
+
+// The telemetry phase: what the gateway's metrics and traces cost. The same
+// gateway binary in front of a stdio echo server three ways, in alternating
+// rounds, 16 concurrent calls on one session: with metrics off
+// (--metrics=false), with metrics on (the default), and with metrics and
+// traces exported over OTLP/HTTP (sampling every call) to a receiver this
+// process runs. The figure is the gateway process's own CPU per call.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// telemetryVariant is one way of running the gateway.
+type telemetryVariant struct {
+	name string
+	args []string
+	env  []string
+	goal float64 // most CPU per call ÷ off; 0: none
+}
+
+// telemetryResult is what the phase measured: by variant, the gateway's CPU
+// per call of each round.
+type telemetryResult struct {
+	variants []telemetryVariant
+	cpu      map[string][]time.Duration
+	spans    int64 // bytes of OTLP exports received
+	calls    int
+}
+
+func (b *bench) telemetryCost() {
+	progress("\n== telemetry: metrics and traces, on and off ==")
+	var received atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.fail("telemetry: the OTLP receiver: %v", err)
+		return
+	}
+	sink := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		received.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go sink.Serve(ln) //nolint:errcheck // ends with Close below
+	defer sink.Close()
+
+	variants := []telemetryVariant{
+		{name: "off", args: []string{"--metrics=false"}},
+		{name: "metrics", goal: 1.05},
+		{name: "metrics + traces", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_TRACES_SAMPLER=always_on"}, goal: 1.15},
+	}
+	res := &telemetryResult{variants: variants, cpu: map[string][]time.Duration{}, calls: b.opts.calls}
+	type running struct {
+		v        telemetryVariant
+		t        *target
+		sessions []*session
+		stop     func()
+	}
+	var targets []*running
+	defer func() {
+		for _, r := range targets {
+			r.stop()
+		}
+	}()
+	limit := 60 * time.Second
+	for _, v := range variants {
+		gw, err := b.startGatewayWith(b.gateway, b.oneEcho(), 1, v.args, v.env)
+		if err != nil {
+			b.fail("telemetry (%s): %v", v.name, err)
+			return
+		}
+		t := gw.target("gateway → stdio, "+v.name, eraLegacy)
+		r := &running{v: v, t: t, stop: gw.stop}
+		targets = append(targets, r)
+		if r.sessions, err = openSessions(t, 1, time.Now().Add(limit)); err != nil {
+			b.fail("telemetry (%s): opening a session: %v", v.name, err)
+			return
+		}
+		if w := load(t, r.sessions, 16, min(1000, b.opts.calls), limit); w.errors > 0 {
+			b.fail("telemetry (%s): warm-up: %d calls failed; first: %v", v.name, w.errors, w.firstErr)
+			return
+		}
+	}
+	for round := range b.opts.rounds {
+		for k := range targets {
+			r := targets[(k+round)%len(targets)]
+			run := load(r.t, r.sessions, 16, b.opts.calls, limit)
+			if run.errors > 0 {
+				b.fail("telemetry (%s): %d of %d calls failed; first: %v", r.v.name, run.errors, run.errors+run.calls, run.firstErr)
+				return
+			}
+			cpu := run.cpuPerCall(run.measuredCPU)
+			res.cpu[r.v.name] = append(res.cpu[r.v.name], cpu)
+			progress("round %d/%d  %-20s gateway CPU per call %s µs  %7.0f calls/s", round+1, b.opts.rounds, r.v.name, us(cpu), run.perSecond())
+		}
+	}
+	// The variants did what they say: metrics served or not, spans exported.
+	for _, r := range targets {
+		scraped, err := scrapeMetrics(r.t.ep)
+		switch {
+		case err != nil:
+			b.fail("telemetry (%s): GET /metrics: %v", r.v.name, err)
+		case r.v.name == "off" && scraped:
+			b.fail("telemetry (off): /metrics is served with --metrics=false")
+		case r.v.name != "off" && !scraped:
+			b.fail("telemetry (%s): /metrics has no mcp_gateway_calls_total", r.v.name)
+		}
+	}
+	// A gateway flushes the spans it still holds when it stops (SIGTERM).
+	for _, r := range targets {
+		r.stop()
+	}
+	res.spans = received.Load()
+	if res.spans == 0 {
+		b.fail("telemetry (metrics + traces): the OTLP receiver got no export")
+	}
+	b.report.telemetry = res
+}
+
+// scrapeMetrics reports whether the gateway's /metrics serves the call counter.
+func scrapeMetrics(ep endpoint) (bool, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+ep.addr+"/metrics", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+ep.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusNotFound {
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return strings.Contains(string(body), "mcp_gateway_calls_total"), nil
+}
+
+func (r *report) writeTelemetry(b *strings.Builder) {
+	t := r.telemetry
+	if t == nil {
+		return
+	}
+	b.WriteString("### Telemetry: what metrics and traces cost\n\n")
+	fmt.Fprintf(b, "The gateway → stdio echo, 16 concurrent calls on one session, %d calls per round, the three variants alternated in each round; "+
+		"traces sample every call and are exported over OTLP/HTTP to a receiver in the benchmark's process (%d bytes received). "+
+		"The ratio is the median over rounds of each round's ratio to off.\n\n", t.calls, t.spans)
+	b.WriteString("| variant | gateway CPU per call (µs, median) | ÷ off | goal |\n|---|---:|---:|---:|\n")
+	off := t.cpu["off"]
+	for _, v := range t.variants {
+		cpus := t.cpu[v.name]
+		ratio := "-"
+		if v.name != "off" && len(off) == len(cpus) && len(cpus) > 0 {
+			var rs []float64
+			for i := range cpus {
+				if off[i] > 0 {
+					rs = append(rs, float64(cpus[i])/float64(off[i]))
+				}
+			}
+			ratio = fmt.Sprintf("%.3f", medianFloat(rs))
+		}
+		goal := "-"
+		if v.goal > 0 {
+			goal = fmt.Sprintf("≤ %.2f", v.goal)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", v.name, us(medianDuration(cpus)), ratio, goal)
+	}
+	b.WriteString("\n")
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

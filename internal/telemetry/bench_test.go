@@ -1,0 +1,59 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+)
+
+// BenchmarkCall is what telemetry adds to one forwarded tools/call: the
+// front's request record and the gateway's call record, with everything
+// off, with metrics, and with metrics and traces exported over OTLP/HTTP
+// (sampling every call) to a receiver that discards them. The upstream's
+// share (the trace context in _meta) is in BenchmarkTraceMeta of upstream.
+func BenchmarkCall(b *testing.B) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer receiver.Close()
+	exporter, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(receiver.URL+"/v1/traces"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"},"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`)
+	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)
+	header := http.Header{"Content-Type": {"application/json"}}
+	for _, tc := range []struct {
+		name string
+		tel  *Telemetry
+	}{
+		{"off", nil},
+		{"metrics", &Telemetry{Metrics: NewMetrics()}},
+		{"metrics+traces", &Telemetry{Metrics: NewMetrics(), Tracer: tp.Tracer("bench")}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			o := tc.tel.Observer()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, done := tc.tel.StartRequest(context.Background(), Request{Era: "session", Method: "tools/call", ID: json.RawMessage(`7`),
+					Params: params, SessionID: "abcd1234", ProtocolVersion: "2025-11-25", Header: header})
+				if o != nil {
+					_, end := o.StartCall(ctx, gateway.CallInfo{Server: "echo", Method: "tools/call", Name: "echo", ProtocolVersion: "2025-11-25", RequestBytes: len(params)})
+					end(gateway.CallEnd{Reply: gateway.Reply{Result: result}})
+				}
+				done(gateway.Reply{Result: result})
+			}
+		})
+	}
+}

@@ -1,0 +1,328 @@
+package telemetry
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+)
+
+// Outcomes of a forwarded call: the values of the outcome label.
+const (
+	OutcomeOK             = "ok"              // a result, not an error
+	OutcomeToolError      = "tool_error"      // a tools/call result with isError: true
+	OutcomeRPCError       = "rpc_error"       // a JSON-RPC error from the server (or the gateway)
+	OutcomeTransportError = "transport_error" // the server could not be reached, crashed, or broke the protocol
+	OutcomeTimeout        = "timeout"         // the call outlived its call timeout
+	OutcomeDenied         = "denied"          // policy refused the call
+)
+
+// Buckets of the call duration histograms, in seconds: a millisecond to a minute.
+var callBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// Buckets of the gateway's own share of a call: 10 µs to about 80 ms.
+var overheadBuckets = prometheus.ExponentialBuckets(10e-6, 2, 14)
+
+// Metrics are the gateway's Prometheus metrics. Every label has a bounded
+// set of values: server names come from the configuration, tool names from
+// the servers' lists (a call naming an unknown tool never reaches a server),
+// methods from the MCP specification.
+type Metrics struct {
+	*shared
+	*callSet
+}
+
+// shared are the metrics of the whole process: the registry, the Go
+// runtime and the process, the front's.
+type shared struct {
+	reg prometheus.Registerer
+	gat prometheus.Gatherer
+
+	requests    *prometheus.CounterVec // era, method
+	slowClients prometheus.Counter
+
+	mu       sync.Mutex
+	sessions []func() map[string]int
+}
+
+// callSet are the metrics of one gateway's calls and servers: the
+// process's in serve mode, a sandbox's in host mode.
+type callSet struct {
+	calls         *prometheus.CounterVec   // server, method, tool, outcome
+	callDuration  *prometheus.HistogramVec // server, method, tool
+	upstreamTime  *prometheus.HistogramVec // server, method
+	overhead      *prometheus.HistogramVec // server, method
+	inFlight      *prometheus.GaugeVec     // server
+	requestBytes  *prometheus.CounterVec   // server
+	responseBytes *prometheus.CounterVec   // server
+	refetches     *prometheus.CounterVec   // server, list
+
+	mu       sync.Mutex
+	statuses []func() map[string]gateway.ServerStatus
+
+	perServer sync.Map // server name → *serverMetrics
+}
+
+// serverMetrics are the children of one server, looked up once.
+type serverMetrics struct {
+	inFlight      prometheus.Gauge
+	requestBytes  prometheus.Counter
+	responseBytes prometheus.Counter
+}
+
+// NewMetrics registers the gateway's metrics, with the Go runtime's and the
+// process's, in a registry of their own.
+func NewMetrics() *Metrics {
+	m := NewHostMetrics()
+	m.callSet = newCallSet()
+	m.reg.MustRegister(m.callSet.collectors()...)
+	return m
+}
+
+// NewHostMetrics is NewMetrics for many gateways (host mode): the calls
+// and servers of each are counted by ForSandbox, labelled with its name.
+func NewHostMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sh := &shared{reg: reg, gat: reg}
+	sh.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_requests_total",
+		Help: "MCP requests received from clients, by protocol era (session: 2025-11-25 and earlier; stateless: 2026-07-28) and method.",
+	}, []string{"era", "method"})
+	sh.slowClients = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_gateway_slow_client_disconnects_total",
+		Help: "Client streams closed because the client did not read them within the slow client timeout.",
+	})
+	reg.MustRegister(sh.requests, sh.slowClients, sessionCollector{sh})
+	return &Metrics{shared: sh}
+}
+
+// ForSandbox returns the metrics of one sandbox's gateway: its calls and
+// servers carry the label sandbox="<name>". forget removes its series (the
+// sandbox is gone). On a nil Metrics it returns nil.
+func (m *Metrics) ForSandbox(name string) (_ *Metrics, forget func()) {
+	if m == nil {
+		return nil, func() {}
+	}
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"sandbox": name}, m.reg)
+	set := newCallSet()
+	cs := set.collectors()
+	reg.MustRegister(cs...)
+	return &Metrics{shared: m.shared, callSet: set}, func() {
+		for _, c := range cs {
+			reg.Unregister(c)
+		}
+	}
+}
+
+func newCallSet() *callSet {
+	m := &callSet{}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_calls_total",
+		Help: "Requests forwarded to MCP servers, by server, method, original tool name (tools/call only) and outcome (ok, tool_error, rpc_error, transport_error, timeout, denied).",
+	}, []string{"server", "method", "tool", "outcome"})
+	m.callDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_gateway_call_duration_seconds",
+		Help:    "Duration of forwarded requests from the gateway receiving them to their answer being ready (OpenTelemetry mcp.server.operation.duration).",
+		Buckets: callBuckets,
+	}, []string{"server", "method", "tool"})
+	m.upstreamTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_gateway_upstream_duration_seconds",
+		Help:    "Time forwarded requests spent waiting for their MCP server (OpenTelemetry mcp.client.operation.duration).",
+		Buckets: callBuckets,
+	}, []string{"server", "method"})
+	m.overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_gateway_overhead_seconds",
+		Help:    "The gateway's own share of a forwarded request's duration: its total less the time spent waiting for the server.",
+		Buckets: overheadBuckets,
+	}, []string{"server", "method"})
+	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_gateway_calls_in_flight",
+		Help: "Requests forwarded to an MCP server and not yet answered.",
+	}, []string{"server"})
+	m.requestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_call_request_bytes_total",
+		Help: "Bytes of params sent to MCP servers in forwarded requests.",
+	}, []string{"server"})
+	m.responseBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_call_response_bytes_total",
+		Help: "Bytes of results and errors returned to clients for forwarded requests.",
+	}, []string{"server"})
+	m.refetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_list_refetches_total",
+		Help: "Times a server's list was fetched again after it announced a change or was restarted, by server and list method.",
+	}, []string{"server", "list"})
+	return m
+}
+
+func (m *callSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
+		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}}
+}
+
+// Handler serves the metrics in the Prometheus text (or protobuf) format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.gat, promhttp.HandlerOpts{})
+}
+
+// Registerer is where more collectors can be registered.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
+// WatchServers adds a source of per-server state (a Router's Status) to the
+// upstream metrics, read at every scrape.
+func (m *callSet) WatchServers(status func() map[string]gateway.ServerStatus) {
+	m.mu.Lock()
+	m.statuses = append(m.statuses, status)
+	m.mu.Unlock()
+}
+
+// WatchSessions adds a source of open session counts by protocol version
+// (the front's), read at every scrape.
+func (m *shared) WatchSessions(count func() map[string]int) {
+	m.mu.Lock()
+	m.sessions = append(m.sessions, count)
+	m.mu.Unlock()
+}
+
+func (m *callSet) server(name string) *serverMetrics {
+	if v, ok := m.perServer.Load(name); ok {
+		return v.(*serverMetrics)
+	}
+	sm := &serverMetrics{
+		inFlight:      m.inFlight.WithLabelValues(name),
+		requestBytes:  m.requestBytes.WithLabelValues(name),
+		responseBytes: m.responseBytes.WithLabelValues(name),
+	}
+	v, _ := m.perServer.LoadOrStore(name, sm)
+	return v.(*serverMetrics)
+}
+
+// knownMethods bounds the method label of requests_total: a client may
+// send any method name; the others count as "other".
+var knownMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/read": true,
+	"resources/templates/list": true, "resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true, "server/discover": true,
+	"subscriptions/listen": true, "tasks/get": true, "tasks/list": true, "tasks/cancel": true, "tasks/result": true,
+}
+
+func boundedMethod(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// request counts a request received from a client.
+func (m *shared) request(era, method string) {
+	m.requests.WithLabelValues(era, boundedMethod(method)).Inc()
+}
+
+// SlowClientDisconnect counts a client stream given up as too slow.
+func (m *Metrics) SlowClientDisconnect() {
+	if m != nil {
+		m.slowClients.Inc()
+	}
+}
+
+// callStarted and callEnded record one forwarded call.
+func (m *callSet) callStarted(server string, requestBytes int) *serverMetrics {
+	sm := m.server(server)
+	sm.inFlight.Inc()
+	sm.requestBytes.Add(float64(requestBytes))
+	return sm
+}
+
+func (m *callSet) callEnded(sm *serverMetrics, c gateway.CallInfo, outcome string, total, upstream time.Duration, responseBytes int) {
+	sm.inFlight.Dec()
+	sm.responseBytes.Add(float64(responseBytes))
+	tool := ""
+	if c.Method == "tools/call" {
+		tool = c.Name
+	}
+	m.calls.WithLabelValues(c.Server, c.Method, tool, outcome).Inc()
+	m.callDuration.WithLabelValues(c.Server, c.Method, tool).Observe(total.Seconds())
+	if outcome != OutcomeDenied {
+		m.upstreamTime.WithLabelValues(c.Server, c.Method).Observe(upstream.Seconds())
+	}
+	m.overhead.WithLabelValues(c.Server, c.Method).Observe(max(total-upstream, 0).Seconds())
+}
+
+// States a server can be in (gateway.ServerStatus.State).
+var serverStates = []string{"starting", "ready", "failed"}
+
+var (
+	descState = prometheus.NewDesc("mcp_gateway_upstream_state",
+		"The state of each MCP server: 1 for the state it is in (starting, ready, failed), 0 for the others.",
+		[]string{"server", "state"}, nil)
+	descRestarts = prometheus.NewDesc("mcp_gateway_upstream_restarts_total",
+		"Times an MCP server's process (or remote session) was started again after its first start.",
+		[]string{"server"}, nil)
+	descStart = prometheus.NewDesc("mcp_gateway_upstream_start_time_seconds",
+		"Unix time at which an MCP server's current process (or remote session) started.",
+		[]string{"server"}, nil)
+	descTools = prometheus.NewDesc("mcp_gateway_upstream_tools",
+		"Tools an MCP server exposes through the gateway.",
+		[]string{"server"}, nil)
+	descSessions = prometheus.NewDesc("mcp_gateway_sessions",
+		"Open client sessions by protocol version (2026-07-28 clients have none: see mcp_gateway_requests_total{era=\"stateless\"}).",
+		[]string{"protocol_version"}, nil)
+)
+
+// stateCollector reads the servers' state at scrape time.
+type stateCollector struct{ m *callSet }
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descState
+	ch <- descRestarts
+	ch <- descStart
+	ch <- descTools
+}
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	statuses := c.m.statuses
+	c.m.mu.Unlock()
+	for _, status := range statuses {
+		for name, st := range status() {
+			for _, s := range serverStates {
+				v := 0.0
+				if st.State == s {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, name, s)
+			}
+			ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), name)
+			ch <- prometheus.MustNewConstMetric(descTools, prometheus.GaugeValue, float64(st.Tools), name)
+			if !st.Started.IsZero() {
+				ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(st.Started.UnixNano())/1e9, name)
+			}
+		}
+	}
+}
+
+// sessionCollector reads the open sessions at scrape time.
+type sessionCollector struct{ m *shared }
+
+func (c sessionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descSessions }
+
+func (c sessionCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	sessions := c.m.sessions
+	c.m.mu.Unlock()
+	total := map[string]int{}
+	for _, count := range sessions {
+		for v, n := range count() {
+			total[v] += n
+		}
+	}
+	for v, n := range total {
+		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), v)
+	}
+}
