@@ -38,7 +38,7 @@ conformance: $(NPM_DIR)/node_modules/.package-lock.json
 	GO=$(GO) $(GO) run ./test/conformance/harness -proxy nginx $(CONFORMANCE_FLAGS)
 
 test: $(NPM_DIR)/node_modules/.package-lock.json vet staticcheck conformance bench-short
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
 	rm -rf bin .run
