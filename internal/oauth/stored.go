@@ -45,11 +45,12 @@ func NewStored(server, url string, store Store, client *http.Client) *Stored {
 // the grant was there and is gone (refused or revoked), which is when
 // OnUnauthorized is told.
 func (s *Stored) notAuthorized(why string, cause error, lost ...bool) error {
-	err := fmt.Errorf("mcp server %q is not authorized: %s; authorize it with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
-		s.server, why, s.server, s.server, ErrNotAuthorized)
+	hint := authHint(s.store, s.server)
+	err := fmt.Errorf("mcp server %q is not authorized: %s; authorize it with `%s` (or, as an agent, the %s-authorize tool): %w",
+		s.server, why, hint, s.server, ErrNotAuthorized)
 	if cause != nil {
-		err = fmt.Errorf("mcp server %q is not authorized: %s (%v); authorize it again with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
-			s.server, why, cause, s.server, s.server, ErrNotAuthorized)
+		err = fmt.Errorf("mcp server %q is not authorized: %s (%v); authorize it again with `%s` (or, as an agent, the %s-authorize tool): %w",
+			s.server, why, cause, hint, s.server, ErrNotAuthorized)
 	}
 	if s.OnUnauthorized != nil && len(lost) > 0 && lost[0] {
 		go s.OnUnauthorized(s.server, err)
