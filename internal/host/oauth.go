@@ -2,10 +2,12 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,10 +46,13 @@ type hostOAuth struct {
 
 // authFlow is an authorization in progress.
 type authFlow struct {
-	url  string
-	done chan struct{}
-	err  error
-	rec  *oauth.Record
+	url string
+	// elicitation is the id of the URL elicitation that showed url to a
+	// 2026-07-28 client (its authorize tool's input_required result).
+	elicitation string
+	done        chan struct{}
+	err         error
+	rec         *oauth.Record
 }
 
 // tokenStore is the host's OAuth token store, in the secret store.
@@ -204,7 +209,9 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 	}()
 	select {
 	case u := <-urls:
+		h.oauth.mu.Lock()
 		f.url = u
+		h.oauth.mu.Unlock()
 		return u, nil
 	case <-f.done:
 		return "", f.err
@@ -464,21 +471,50 @@ func (h *Host) refreshBuiltins(sb *sandbox, servers []string) {
 	}
 }
 
+// authorizeStatePrefix starts the requestState of the authorize tool's
+// input_required result (a 2026-07-28 client's retry comes back to the
+// tool with it).
+const authorizeStatePrefix = "mcp-gateway-authorize."
+
+// authorizeInputKey names the URL elicitation in that result.
+const authorizeInputKey = "authorize"
+
 // authorizeCall starts the server's authorization and gives the user its
 // URL: as a URL-mode elicitation to a client that supports them (the
-// client shows it to the user), and in the result in any case. The flow
-// completes in the background when the browser comes back.
+// client shows it to the user): asked of a session-era client during the
+// call, and for a 2026-07-28 client as an input_required result whose
+// retry (with the user's answer) gets the final result; and in the final
+// result in any case. The flow completes in the background when the
+// browser comes back.
 func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name, sandbox string) (json.RawMessage, error) {
+	if c != nil {
+		if state, ok := wire.GetString(c.Params, "requestState"); ok && strings.HasPrefix(state, authorizeStatePrefix) {
+			return h.authorizeRetry(c, name, sandbox, strings.TrimPrefix(state, authorizeStatePrefix))
+		}
+	}
 	u, err := h.authStart(ctx, name, sandbox, false)
 	if err != nil {
 		return nil, err
 	}
 	elicitation := ""
 	if c != nil {
+		id := "authorize-" + name + "-" + rand.Text()
 		params, _ := json.Marshal(map[string]any{
-			"mode": "url", "url": u, "elicitationId": "authorize-" + name + "-" + fmt.Sprint(time.Now().UnixNano()),
+			"mode": "url", "url": u, "elicitationId": id,
 			"message": fmt.Sprintf("Sign in to authorize the gateway to use the MCP server %q.", name),
 		})
+		if c.CanRequireInput("elicitation/create", params) {
+			if f := h.flowOf(name, sandbox); f != nil {
+				h.oauth.mu.Lock()
+				f.elicitation = id
+				h.oauth.mu.Unlock()
+				return json.Marshal(map[string]any{
+					"resultType":    "input_required",
+					"inputRequests": map[string]any{authorizeInputKey: map[string]any{"method": "elicitation/create", "params": json.RawMessage(params)}},
+					"requestState":  authorizeStatePrefix + id,
+				})
+			}
+		}
 		res, asked, err := c.Ask(ctx, "elicitation/create", params)
 		switch {
 		case err != nil:
@@ -488,6 +524,49 @@ func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name, 
 			elicitation = "the client was asked to open the URL; the user answered: " + action
 		}
 	}
+	return authorizeResult(name, u, elicitation)
+}
+
+// flowOf is the authorization in progress of a server's grant used by
+// sandbox (its own for a server registered --per-sandbox), or nil.
+func (h *Host) flowOf(name, sandbox string) *authFlow {
+	h.mu.Lock()
+	if srv := h.state.Servers[name]; srv == nil || !srv.PerSandbox {
+		sandbox = ""
+	}
+	h.mu.Unlock()
+	h.tokenStore()
+	h.oauth.mu.Lock()
+	defer h.oauth.mu.Unlock()
+	return h.oauth.flows[oauth.GrantKey(name, sandbox)]
+}
+
+// authorizeRetry answers a 2026-07-28 client's retry of the authorize
+// tool's input_required result: the URL elicitation's answer, with the
+// URL, while the authorization it showed is in progress (or done).
+func (h *Host) authorizeRetry(c *gateway.BuiltinCall, name, sandbox, id string) (json.RawMessage, error) {
+	answer := wire.Get(wire.Get(c.Params, "inputResponses"), authorizeInputKey)
+	if answer == nil {
+		return nil, fmt.Errorf("%s%s: the retry's inputResponses lacks %q, the answer to the URL elicitation", name, authorizeSuffix, authorizeInputKey)
+	}
+	action, _ := wire.GetString(answer, "action")
+	f := h.flowOf(name, sandbox)
+	h.oauth.mu.Lock()
+	var u string
+	if f != nil && f.elicitation == id {
+		u = f.url
+	}
+	h.oauth.mu.Unlock()
+	if u == "" {
+		return nil, fmt.Errorf("%s%s: the authorization this answer is for is no longer in progress (it completed, failed or was replaced); call %s%s again without requestState to start one",
+			name, authorizeSuffix, name, authorizeSuffix)
+	}
+	return authorizeResult(name, u, "the client was asked to open the URL; the user answered: "+action)
+}
+
+// authorizeResult is the authorize tool's final result: the URL, and what
+// became of showing it to the user.
+func authorizeResult(name, u, elicitation string) (json.RawMessage, error) {
 	text := fmt.Sprintf("To authorize mcp server %q, the user must open this URL in a browser on the gateway's host and approve:\n\n%s\n\n"+
 		"Its tools appear once they have (tools/list_changed). The authorization waits %s at most.", name, u, authFlowTimeout)
 	if elicitation != "" {

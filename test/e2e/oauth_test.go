@@ -526,3 +526,59 @@ func TestHostOAuthPerSandbox(t *testing.T) {
 	h.mustCLI("", "server", "add", "prot2", "--url", srv.url, "--allow-private-address", "--skip-auth")
 	h.failCLI("not one per sandbox", "", "auth", "prot2", "--sandbox", "a")
 }
+
+// A 2026-07-28 client that supports URL elicitation gets the authorize
+// tool's URL as an input_required result (an elicitation/create of mode
+// url); its retry with the user's answer gets the final result, and the
+// server's tools appear once the person approved. A 2026-07-28 client
+// without URL elicitation gets the URL in the result at once.
+func TestHostOAuthAuthorizeModernInputRequired(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	plain := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	_, out := postModernAs(ctx, t, g, plain, "tools/call", "prot-authorize", 1, map[string]any{"name": "prot-authorize", "arguments": map[string]any{}})
+	res, _ := out["result"].(map[string]any)
+	if res["resultType"] != "complete" || !strings.Contains(fmt.Sprint(res["structuredContent"]), "http") {
+		t.Fatalf("a 2026-07-28 client without URL elicitation: %v; want a complete result with the URL", out)
+	}
+
+	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	_, out = postModernAs(ctx, t, g, urlCaps, "tools/call", "prot-authorize", 2, map[string]any{"name": "prot-authorize", "arguments": map[string]any{}})
+	res, _ = out["result"].(map[string]any)
+	if res["resultType"] != "input_required" {
+		t.Fatalf("a 2026-07-28 client with URL elicitation: %v; want input_required", out)
+	}
+	in, _ := res["inputRequests"].(map[string]any)
+	if len(in) != 1 {
+		t.Fatalf("inputRequests: %v; want one", in)
+	}
+	var key string
+	var req map[string]any
+	for k, v := range in {
+		key, req = k, v.(map[string]any)
+	}
+	params, _ := req["params"].(map[string]any)
+	u, _ := params["url"].(string)
+	if req["method"] != "elicitation/create" || params["mode"] != "url" || u == "" {
+		t.Fatalf("the input request: %v; want an elicitation/create of mode url with the URL", req)
+	}
+	browseAuthorization(t, u)
+
+	_, out = postModernAs(ctx, t, g, urlCaps, "tools/call", "prot-authorize", 3, map[string]any{
+		"name": "prot-authorize", "arguments": map[string]any{},
+		"requestState": res["requestState"], "inputResponses": map[string]any{key: map[string]any{"action": "accept"}},
+	})
+	final, _ := out["result"].(map[string]any)
+	if final["resultType"] != "complete" || !strings.Contains(fmt.Sprint(final["content"]), "the user answered: accept") || !strings.Contains(fmt.Sprint(final["content"]), u) {
+		t.Fatalf("the retry's result: %v; want a complete result with the URL and the user's answer", out)
+	}
+	waitFor(ctx, t, "whoami after the authorization", func() bool {
+		_, out := postModernAs(ctx, t, g, urlCaps, "tools/list", "", 4, map[string]any{})
+		return strings.Contains(fmt.Sprint(out["result"]), "whoami")
+	})
+}
