@@ -199,13 +199,16 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 			err = h.grantStore(sandbox).Save(name, srv.URL, rec)
 		}
 		f.rec, f.err = rec, err
-		close(f.done)
 		if err != nil {
 			h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "sandbox", sandbox, "err", err)
+			close(f.done)
 			return
 		}
 		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "sandbox", sandbox, "issuer", rec.Issuer, "scopes", rec.Scopes)
+		// AuthWait returns once the server's instances use the grant and
+		// its tools are listed, so what `auth` reports has happened.
 		h.authorized(name, sandbox)
+		close(f.done)
 	}()
 	select {
 	case u := <-urls:
