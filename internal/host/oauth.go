@@ -170,6 +170,9 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 		}
 	}
 	cfg.ClientID, cfg.ClientSecret, cfg.ClientMetadataURL, cfg.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+	if rec, _ := h.grantStore(sandbox).Load(name, srv.URL); rec != nil {
+		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
+	}
 
 	lb, err := oauth.NewLoopback(orDefault(h.opts.OAuthCallback, "127.0.0.1:0"))
 	if err != nil {

@@ -33,8 +33,12 @@ type Record struct {
 	TokenURL     string           `json:"token_url"`
 	AuthStyle    oauth2.AuthStyle `json:"auth_style,omitempty"`
 	Scopes       []string         `json:"scopes,omitempty"`
-	Token        *oauth2.Token    `json:"token"`
-	AuthorizedAt time.Time        `json:"authorized_at"`
+	// Wanted are scopes the server asked for since (a 403
+	// insufficient_scope): the next authorization asks for them with
+	// Scopes (a step-up, SEP-2350).
+	Wanted       []string      `json:"wanted_scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+	AuthorizedAt time.Time     `json:"authorized_at"`
 }
 
 // Status describes a record without a secret in it.
@@ -60,6 +64,16 @@ func (r *Record) Status(server string) Status {
 	}
 	return Status{Server: server, Authorized: true, Issuer: r.Issuer, Scopes: r.Scopes, Expiry: r.Token.Expiry,
 		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt}
+}
+
+// StepUp is the scopes a new authorization replacing r asks for besides
+// those discovered: r's granted ones with those the server asked for
+// since; none when the server asked for no more.
+func (r *Record) StepUp() []string {
+	if r == nil || len(r.Wanted) == 0 {
+		return nil
+	}
+	return union(r.Scopes, r.Wanted)
 }
 
 // refreshClient is client with the resource parameter (RFC 8707) added
