@@ -53,6 +53,11 @@ type Server struct {
 	// Transport is a remote server's transport: TransportHTTP (streamable
 	// HTTP), TransportSSE (HTTP+SSE), or "" to detect it.
 	Transport string
+	// DiscoverFirst asks a remote server server/discover before initialize
+	// (the entry's "discoverFirst"), so a server that speaks both eras is
+	// spoken to in the 2026-07-28 era; by default a session starts with
+	// initialize and server/discover is asked only when it is refused.
+	DiscoverFirst bool
 	// OAuth is a remote server's "oauth" entry: the gateway gets its
 	// tokens by OAuth (see OAuth). Nil when there is none.
 	OAuth *OAuth

@@ -19,7 +19,7 @@ const (
 var ErrMissingSecret = errors.New("header placeholder not set")
 
 // remoteProps are the properties of a remote entry of the mcp object.
-var remoteProps = []string{"url", "headers", "transport", "envs", "oauth"}
+var remoteProps = []string{"url", "headers", "transport", "envs", "oauth", "discoverFirst"}
 
 // reservedHeaders are set by the gateway's transport itself (or by Go's
 // HTTP client); a configured value would be overridden or break the exchange.
@@ -57,6 +57,16 @@ func resolveRemote(e *entry, envs map[string]string) (Server, []error) {
 		default:
 			errs = append(errs, &Error{Server: e.name, Property: "transport",
 				Message: fmt.Sprintf(`property "transport" must be "http" (streamable HTTP) or "sse" (HTTP+SSE), not %s`, quoteRaw(raw))})
+		}
+	}
+	if raw, ok := e.props["discoverFirst"]; ok {
+		switch string(raw) {
+		case "null":
+		case "true", "false":
+			s.DiscoverFirst = string(raw) == "true"
+		default:
+			errs = append(errs, &Error{Server: e.name, Property: "discoverFirst",
+				Message: fmt.Sprintf(`property "discoverFirst" must be true or false, not %s`, quoteRaw(raw))})
 		}
 	}
 	if raw, ok := e.props["oauth"]; ok {

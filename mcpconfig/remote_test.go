@@ -28,6 +28,9 @@ func TestParseRemote(t *testing.T) {
 		{"transport sse", `{"r":{"url":"https://old.example.com/sse","transport":"sse"}}`, []Server{
 			{Name: "r", Kind: KindRemote, URL: "https://old.example.com/sse", Transport: TransportSSE},
 		}, nil},
+		{"discoverFirst", `{"r":{"url":"https://a.example/mcp","discoverFirst":true}}`, []Server{
+			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp", DiscoverFirst: true},
+		}, nil},
 		{"null headers and transport are absent", `{"r":{"url":"https://a.example/mcp","headers":null,"transport":null}}`, []Server{
 			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp"},
 		}, nil},
@@ -91,6 +94,8 @@ func TestParseRemoteErrors(t *testing.T) {
 		// transport
 		{"transport unknown", `{"r":{"url":"https://a.example/mcp","transport":"websocket"}}`, r + `property "transport" must be "http" (streamable HTTP) or "sse" (HTTP+SSE), not "websocket"`, ""},
 		{"transport not a string", `{"r":{"url":"https://a.example/mcp","transport":true}}`, r + `property "transport" must be "http" (streamable HTTP) or "sse" (HTTP+SSE), not a boolean`, ""},
+
+		{"discoverFirst not a boolean", `{"r":{"url":"https://a.example/mcp","discoverFirst":"yes"}}`, r + `property "discoverFirst" must be true or false, not "yes"`, ""},
 
 		// headers
 		{"headers not an object", `{"r":{"url":"https://a.example/mcp","headers":["A: b"]}}`, r + `property "headers" must be an object of header names to strings, not an array`, ""},

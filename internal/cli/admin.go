@@ -197,6 +197,7 @@ Credential headers and variables must use a placeholder; store the value with
 				fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client-secret); default: dynamic registration")
 				fs.StringVar(&req.ClientMetadataURL, "client-metadata-url", "", "an https `url` of a client ID metadata document you publish, used when the authorization server supports them")
 				fs.Var(&scopes, "scope", "OAuth `scopes` to ask for when the server names none, comma-separated or repeated")
+				fs.BoolVar(&req.PerSandbox, "per-sandbox", false, "keep a remote OAuth server's tokens per sandbox (each sandbox authorizes it on its own: mcp-gateway auth NAME --sandbox S, or its NAME-authorize tool) instead of one grant shared by its sandboxes")
 				fs.BoolVar(&skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
 			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
@@ -213,11 +214,15 @@ Credential headers and variables must use a placeholder; store the value with
 				}
 				if res.OAuth {
 					fmt.Fprintf(stdout, "registered mcp server %q; it wants OAuth\n", res.Server.Name)
+					if res.Server.PerSandbox {
+						fmt.Fprintf(stdout, "its tokens are kept per sandbox: authorize it for each with: mcp-gateway auth %s --sandbox SANDBOX\n", res.Server.Name)
+						return nil
+					}
 					if skipAuth {
 						fmt.Fprintf(stdout, "authorize it later with: mcp-gateway auth %s\n", res.Server.Name)
 						return nil
 					}
-					return authorize(ctx, c, res.Server.Name, stdout)
+					return authorize(ctx, c, res.Server.Name, "", stdout)
 				}
 				printWarnings(stdout, res.Warnings)
 				fmt.Fprintf(stdout, "registered mcp server %q (%d tools)\n", res.Server.Name, len(res.Server.Tools))

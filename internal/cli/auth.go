@@ -18,19 +18,27 @@ import (
 // runAuth is `mcp-gateway auth NAME | status | rm`.
 func runAuth(args []string, stdout, stderr io.Writer) int {
 	var asJSON, all bool
+	var sandbox string
+	sandboxFlag := func(fs *flag.FlagSet, what string) {
+		fs.StringVar(&sandbox, "sandbox", "", what)
+	}
 	cmds := []adminCommand{
 		{
-			name: "login", synopsis: "NAME",
+			name: "login", synopsis: "NAME [--sandbox SANDBOX]",
 			text: `Authorize a registered remote server that wants OAuth: prints the URL to open in
 a browser, waits for the authorization server to send the browser back to the
 host's loopback callback, and stores the tokens (encrypted, bound to the server's
-URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are the same.`,
+URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are the same.
+A server registered --per-sandbox is authorized for one sandbox at a time: --sandbox.`,
+			flags: func(fs *flag.FlagSet) {
+				sandboxFlag(fs, "the `sandbox` whose own grant to authorize (a server registered --per-sandbox)")
+			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
 				name, err := one(args, "server NAME")
 				if err != nil {
 					return err
 				}
-				return authorize(ctx, c, name, stdout)
+				return authorize(ctx, c, name, sandbox, stdout)
 			},
 		},
 		{
@@ -46,7 +54,7 @@ URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are t
 					return printJSON(stdout, list)
 				}
 				tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SERVER\tAUTHORIZED\tEXPIRES\tSCOPES\tISSUER")
+				fmt.Fprintln(tw, "SERVER\tSANDBOX\tAUTHORIZED\tEXPIRES\tSCOPES\tISSUER")
 				for _, s := range list {
 					exp := "-"
 					if !s.Expiry.IsZero() {
@@ -59,15 +67,23 @@ URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are t
 					if s.Error != "" {
 						authorized = "no (" + s.Error + ")"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server, authorized, exp, dash(strings.Join(s.Scopes, " ")), dash(s.Issuer))
+					sb := s.Sandbox
+					if sb == "" {
+						sb = "(all)" // one grant shared by the server's sandboxes
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Server, sb, authorized, exp, dash(strings.Join(s.Scopes, " ")), dash(s.Issuer))
 				}
 				return tw.Flush()
 			},
 		},
 		{
-			name: "rm", synopsis: "rm NAME | --all",
-			text:  "Forget the OAuth tokens of a server (or of every server with --all); it must be authorized again.",
-			flags: func(fs *flag.FlagSet) { fs.BoolVar(&all, "all", false, "forget the tokens of every server") },
+			name: "rm", synopsis: "rm NAME [--sandbox SANDBOX] | --all",
+			text: `Forget the OAuth tokens of a server (or of every server with --all); it must be authorized again.
+For a server registered --per-sandbox, --sandbox forgets one sandbox's grant (without it, every sandbox's).`,
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&all, "all", false, "forget the tokens of every server")
+				sandboxFlag(fs, "forget only this `sandbox`'s own grant (a server registered --per-sandbox)")
+			},
 			run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
 				path := "/v1/auth/-?all=1"
 				if !all {
@@ -76,14 +92,21 @@ URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are t
 						return err
 					}
 					path = "/v1/auth/" + url.PathEscape(name)
-				} else if len(args) > 0 {
-					return usagef("give a server NAME or --all, not both")
+					if sandbox != "" {
+						path += "?sandbox=" + url.QueryEscape(sandbox)
+					}
+				} else if len(args) > 0 || sandbox != "" {
+					return usagef("give a server NAME (and --sandbox) or --all, not both")
 				}
 				var res struct{ Removed []string }
 				if err := c.Do(ctx, http.MethodDelete, path, nil, &res); err != nil {
 					return err
 				}
 				for _, n := range res.Removed {
+					if server, sb, ok := strings.Cut(n, "@"); ok {
+						fmt.Fprintf(stdout, "forgot the OAuth tokens of mcp server %q for sandbox %q\n", server, sb)
+						continue
+					}
 					fmt.Fprintf(stdout, "forgot the OAuth tokens of mcp server %q\n", n)
 				}
 				if len(res.Removed) == 0 {
@@ -101,20 +124,25 @@ URL and issuer). 'mcp-gateway auth NAME' and 'mcp-gateway auth login NAME' are t
 
 // authorize runs a server's authorization: the host starts it and gives
 // the URL, the person opens it, the host's callback completes it.
-func authorize(ctx context.Context, c *host.Client, name string, stdout io.Writer) error {
+// sandbox names the sandbox whose own grant it is ("" for the server's).
+func authorize(ctx context.Context, c *host.Client, name, sandbox string, stdout io.Writer) error {
+	query, forWhom := "", ""
+	if sandbox != "" {
+		query, forWhom = "?sandbox="+url.QueryEscape(sandbox), fmt.Sprintf(" for sandbox %q", sandbox)
+	}
 	var start struct{ URL string }
-	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name), nil, &start); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name)+query, nil, &start); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "To authorize mcp server %q, open this URL in a browser on this host:\n\n  %s\n\nWaiting for the authorization...\n", name, start.URL)
+	fmt.Fprintf(stdout, "To authorize mcp server %q%s, open this URL in a browser on this host:\n\n  %s\n\nWaiting for the authorization...\n", name, forWhom, start.URL)
 	var st oauth.Status
-	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name)+"/wait", nil, &st); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/v1/auth/"+url.PathEscape(name)+"/wait"+query, nil, &st); err != nil {
 		return err
 	}
 	scopes := strings.Join(st.Scopes, " ")
 	if scopes == "" {
 		scopes = "none named"
 	}
-	fmt.Fprintf(stdout, "mcp server %q is authorized (issuer %s, scopes: %s)\n", name, st.Issuer, scopes)
+	fmt.Fprintf(stdout, "mcp server %q is authorized%s (issuer %s, scopes: %s)\n", name, forWhom, st.Issuer, scopes)
 	return nil
 }

@@ -29,6 +29,10 @@ type Builtin struct {
 type BuiltinCall struct {
 	// Arguments are the call's arguments object, raw ("{}" when absent).
 	Arguments json.RawMessage
+	// Params are the call's params as sent: a 2026-07-28 client's retry of
+	// an input_required result carries its requestState and
+	// inputResponses there.
+	Params json.RawMessage
 
 	sess   *Session
 	stream Stream
@@ -48,6 +52,15 @@ func (c *BuiltinCall) Ask(ctx context.Context, method string, params json.RawMes
 		return nil, true, werr
 	}
 	return res, true, nil
+}
+
+// CanRequireInput reports whether the calling client is of the
+// 2026-07-28 era and declared what method (params) needs, so that the tool
+// may answer with an input_required result asking it; the client retries
+// the call with its answer (Params' inputResponses) and the result's
+// requestState, which must not start with the gateway's own "mcp-gateway:".
+func (c *BuiltinCall) CanRequireInput(method string, params json.RawMessage) bool {
+	return c.sess.modern && c.sess.lacks(method, params) == ""
 }
 
 // CallTool calls a tool of the view by its exposed name on behalf of the
@@ -109,7 +122,7 @@ func (s *Session) callBuiltin(ctx context.Context, m *wire.Message, stream Strea
 	if stream == nil {
 		stream = noStream{}
 	}
-	result, err := t.Call(ctx, &BuiltinCall{Arguments: args, sess: s, stream: stream, id: m.ID})
+	result, err := t.Call(ctx, &BuiltinCall{Arguments: args, Params: m.Params, sess: s, stream: stream, id: m.ID})
 	if err != nil {
 		return Reply{Result: toolError(err.Error())}
 	}

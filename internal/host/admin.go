@@ -62,6 +62,8 @@ type ServerRequest struct {
 	ClientID          string   `json:"clientId,omitempty"`
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	Scopes            []string `json:"scopes,omitempty"`
+	// PerSandbox keeps the OAuth grant per sandbox instead of per server.
+	PerSandbox bool `json:"perSandbox,omitempty"`
 }
 
 // AddResult answers a registration.
@@ -82,6 +84,15 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 		return nil, err
 	}
 	h.detectOAuth(ctx, srv, req)
+	if req.PerSandbox {
+		if srv.URL == "" {
+			return nil, fmt.Errorf("mcp server %q: --per-sandbox is for a remote server that wants OAuth (--url)", srv.Name)
+		}
+		srv.PerSandbox = true
+		if srv.OAuth == nil {
+			warnings = append(warnings, "--per-sandbox has no effect: the server did not ask for OAuth (it answered without a token)")
+		}
+	}
 	h.mu.Lock()
 	old := h.state.Servers[srv.Name]
 	if old != nil && !req.Replace {
@@ -118,9 +129,11 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	needsAuth := false
 	if srv.OAuth != nil {
 		rec, _ := h.tokenStore().Load(srv.Name, srv.URL)
-		needsAuth = rec == nil
+		needsAuth = rec == nil || srv.PerSandbox
 	}
-	if needsAuth {
+	if needsAuth && srv.PerSandbox {
+		warnings = append(warnings, fmt.Sprintf("it wants OAuth, one grant per sandbox: authorize it for each sandbox with `mcp-gateway auth %s --sandbox SANDBOX` (or the sandbox's %s-authorize tool)", srv.Name, srv.Name))
+	} else if needsAuth {
 		warnings = append(warnings, fmt.Sprintf("it wants OAuth: authorize it with `mcp-gateway auth %s`; until then its tools are not known", srv.Name))
 	} else if err := h.listTools(ctx, srv.Name); err != nil {
 		warnings = append(warnings, fmt.Sprintf("its tools could not be listed yet, so mcp-find knows only its name and description: %v", err))
@@ -659,6 +672,9 @@ func (h *Host) RemoveSandbox(name string) error {
 	sb.gw.Close()
 	sb.forgetMetrics()
 	err := sb.gw.Router.Close()
+	// Its own OAuth grants go with it (oauth.go): a sandbox of the same
+	// name is not authorized by them.
+	h.forgetSandboxGrants(name)
 	// Its servers' files go with it: a sandbox of the same name starts afresh.
 	if rmErr := os.RemoveAll(filepath.Join(h.opts.Dir, SandboxesDir, name)); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("removing the sandbox's directory: %w", rmErr))

@@ -135,19 +135,19 @@ func (h *Host) ControlHandler() http.Handler {
 	})
 	mux.HandleFunc("POST /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) {
-			u, err := h.AuthStart(r.Context(), r.PathValue("name"))
+			u, err := h.AuthStart(r.Context(), r.PathValue("name"), r.URL.Query().Get("sandbox"))
 			return map[string]string{"url": u}, err
 		})
 	})
 	mux.HandleFunc("POST /v1/auth/{name}/wait", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, func() (any, error) { return h.AuthWait(r.Context(), r.PathValue("name")) })
+		answer(w, func() (any, error) { return h.AuthWait(r.Context(), r.PathValue("name"), r.URL.Query().Get("sandbox")) })
 	})
 	mux.HandleFunc("GET /v1/auth", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) { return h.AuthStatus() })
 	})
 	mux.HandleFunc("DELETE /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) {
-			removed, err := h.AuthRemove(r.PathValue("name"), r.URL.Query().Get("all") == "1")
+			removed, err := h.AuthRemove(r.PathValue("name"), r.URL.Query().Get("sandbox"), r.URL.Query().Get("all") == "1")
 			return map[string]any{"removed": removed}, err
 		})
 	})

@@ -308,7 +308,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	if tel != nil && tel.Metrics != nil {
 		tel.Metrics.WatchServers(router.Status)
 	}
-	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Servers)...)); err != nil {
+	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Name, rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants
 	}
 	for _, name := range rec.Servers {
@@ -331,12 +331,14 @@ func (h *Host) attachServer(sb *sandbox, name string) error {
 	if err != nil {
 		return err
 	}
-	return h.addInstance(sb.gw, srv, spec, h.instanceDir(sb.name, name))
+	return h.addInstance(sb.gw, srv, spec, h.instanceDir(sb.name, name), sb.name)
 }
 
 // addInstance adds a server's instance to a gateway's router, creating a
-// local instance's directory (dir, its ${sandbox_dir}) first.
-func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpconfig.Server, dir string) error {
+// local instance's directory (dir, its ${sandbox_dir}) first. sandbox is
+// the sandbox it runs for ("": none), whose own OAuth grant a server
+// registered --per-sandbox uses.
+func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpconfig.Server, dir, sandbox string) error {
 	var lookup func(string) (string, bool)
 	if srv.Remote() {
 		lookup = h.secretLookup(srv)
@@ -345,8 +347,14 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	}
 	o := h.opts.Attach
 	o.Guard = h.guard(srv)
-	o.TokenStore = h.tokenStore()
-	o.OnUnauthorized = h.grantLost
+	grant := ""
+	if srv.PerSandbox {
+		// "" too when listing the tools in no sandbox: the shared grant,
+		// which such a server has none of
+		grant = sandbox
+	}
+	o.TokenStore = h.grantStore(grant)
+	o.OnUnauthorized = func(server string, err error) { h.grantLost(server, grant, err) }
 	attach.Add(gw, spec, lookup, o)
 	return nil
 }
@@ -543,6 +551,12 @@ func toolsOf(defs []json.RawMessage) []registry.Tool {
 // listTools lists a server's tools once in a throwaway instance and keeps
 // them in its registration, for mcp-find.
 func (h *Host) listTools(ctx context.Context, name string) error {
+	return h.listToolsAs(ctx, name, "")
+}
+
+// listToolsAs lists a server's tools with the OAuth grant of sandbox (a
+// server registered --per-sandbox has no shared grant).
+func (h *Host) listToolsAs(ctx context.Context, name, sandbox string) error {
 	h.mu.Lock()
 	srv := h.state.Servers[name]
 	if srv == nil {
@@ -556,7 +570,7 @@ func (h *Host) listTools(ctx context.Context, name string) error {
 	}
 	gw := gateway.New(gateway.NewRouter(h.opts.Router), h.opts.Info)
 	defer gw.Router.Close()
-	if err := h.addInstance(gw, srv, spec, h.instanceDir("", name)); err != nil {
+	if err := h.addInstance(gw, srv, spec, h.instanceDir("", name), sandbox); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)

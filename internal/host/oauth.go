@@ -2,10 +2,12 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +25,9 @@ import (
 // kept encrypted in the secret store, bound to the server's URL and to the
 // issuer that granted them, and shared by every sandbox the server is
 // attached to (one grant per server: the person who registers a server on
-// the host authorizes it for the host's sandboxes).
+// the host authorizes it for the host's sandboxes), or, for a server
+// registered --per-sandbox, kept per sandbox: each sandbox authorizes it
+// on its own and uses its own tokens only.
 
 // ClientSecretKey is the secret of a pre-registered confidential client:
 // mcp:<server>:client-secret.
@@ -37,15 +41,18 @@ type hostOAuth struct {
 	store *oauth.Versioned
 
 	mu    sync.Mutex
-	flows map[string]*authFlow // by server
+	flows map[string]*authFlow // by grant (oauth.GrantKey)
 }
 
 // authFlow is an authorization in progress.
 type authFlow struct {
-	url  string
-	done chan struct{}
-	err  error
-	rec  *oauth.Record
+	url string
+	// elicitation is the id of the URL elicitation that showed url to a
+	// 2026-07-28 client (its authorize tool's input_required result).
+	elicitation string
+	done        chan struct{}
+	err         error
+	rec         *oauth.Record
 }
 
 // tokenStore is the host's OAuth token store, in the secret store.
@@ -55,6 +62,36 @@ func (h *Host) tokenStore() *oauth.Versioned {
 		h.oauth.flows = map[string]*authFlow{}
 	})
 	return h.oauth.store
+}
+
+// grantSandbox is the sandbox whose own grant of srv an authorization for
+// sandbox (given by `auth --sandbox` or the sandbox's authorize tool) is:
+// sandbox for a server registered --per-sandbox, "" (the server's grant)
+// otherwise. Called with h.mu held.
+func (h *Host) grantSandbox(srv *registry.Server, sandbox string, explicit bool) (string, error) {
+	if !srv.PerSandbox {
+		if explicit && sandbox != "" {
+			return "", fmt.Errorf("mcp server %q has one OAuth grant shared by its sandboxes, not one per sandbox; authorize it without --sandbox "+
+				"(or register it again with --per-sandbox --replace)", srv.Name)
+		}
+		return "", nil
+	}
+	if sandbox == "" {
+		return "", fmt.Errorf("mcp server %q keeps an OAuth grant per sandbox (--per-sandbox): name the sandbox, `mcp-gateway auth %s --sandbox SANDBOX`", srv.Name, srv.Name)
+	}
+	if h.state.Sandboxes[sandbox] == nil {
+		return "", h.unknownSandbox(sandbox)
+	}
+	return sandbox, nil
+}
+
+// grantStore is the store of the grants used in sandbox: the host's
+// (servers' grants), with a sandbox's own grants under their own keys.
+func (h *Host) grantStore(sandbox string) oauth.Store {
+	if sandbox == "" {
+		return h.tokenStore()
+	}
+	return oauth.SandboxStore{Store: h.tokenStore(), Sandbox: sandbox}
 }
 
 // oauthClient makes a server's requests to its authorization server,
@@ -92,8 +129,13 @@ func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req Server
 // it returns the URL to open; the flow completes when the authorization
 // server redirects the browser to the gateway's loopback callback (see
 // AuthWait). An authorization already in progress for the server is
-// replaced.
-func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
+// replaced. sandbox names the sandbox whose own grant to authorize, for a
+// server registered --per-sandbox (and must be "" for another).
+func (h *Host) AuthStart(ctx context.Context, name, sandbox string) (string, error) {
+	return h.authStart(ctx, name, sandbox, true)
+}
+
+func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit bool) (string, error) {
 	h.mu.Lock()
 	srv := h.state.Servers[name]
 	if srv == nil {
@@ -104,6 +146,12 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 		h.mu.Unlock()
 		return "", fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
 	}
+	sandbox, err := h.grantSandbox(srv, sandbox, explicit)
+	if err != nil {
+		h.mu.Unlock()
+		return "", err
+	}
+	key := oauth.GrantKey(name, sandbox)
 	spec, _ := h.instanceSpec(srv, "", nil)
 	lookup := h.secretLookup(srv)
 	client := h.oauthClient(srv)
@@ -122,6 +170,9 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 		}
 	}
 	cfg.ClientID, cfg.ClientSecret, cfg.ClientMetadataURL, cfg.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+	if rec, _ := h.grantStore(sandbox).Load(name, srv.URL); rec != nil {
+		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
+	}
 
 	lb, err := oauth.NewLoopback(orDefault(h.opts.OAuthCallback, "127.0.0.1:0"))
 	if err != nil {
@@ -133,7 +184,7 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 	f := &authFlow{done: make(chan struct{})}
 	h.tokenStore()
 	h.oauth.mu.Lock()
-	h.oauth.flows[name] = f
+	h.oauth.flows[key] = f
 	h.oauth.mu.Unlock()
 	go func() {
 		defer lb.Close()
@@ -148,20 +199,25 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 		}()
 		rec, err := oauth.Authorize(fctx, cfg)
 		if err == nil {
-			err = h.tokenStore().Save(name, srv.URL, rec)
+			err = h.grantStore(sandbox).Save(name, srv.URL, rec)
 		}
 		f.rec, f.err = rec, err
-		close(f.done)
 		if err != nil {
-			h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "err", err)
+			h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "sandbox", sandbox, "err", err)
+			close(f.done)
 			return
 		}
-		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "issuer", rec.Issuer, "scopes", rec.Scopes)
-		h.authorized(name)
+		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "sandbox", sandbox, "issuer", rec.Issuer, "scopes", rec.Scopes)
+		// AuthWait returns once the server's instances use the grant and
+		// its tools are listed, so what `auth` reports has happened.
+		h.authorized(name, sandbox)
+		close(f.done)
 	}()
 	select {
 	case u := <-urls:
+		h.oauth.mu.Lock()
 		f.url = u
+		h.oauth.mu.Unlock()
 		return u, nil
 	case <-f.done:
 		return "", f.err
@@ -170,11 +226,18 @@ func (h *Host) AuthStart(ctx context.Context, name string) (string, error) {
 	}
 }
 
-// AuthWait waits for the authorization of a server begun by AuthStart.
-func (h *Host) AuthWait(ctx context.Context, name string) (*oauth.Status, error) {
+// AuthWait waits for the authorization of a server begun by AuthStart
+// (for sandbox, as given to AuthStart).
+func (h *Host) AuthWait(ctx context.Context, name, sandbox string) (*oauth.Status, error) {
+	h.mu.Lock()
+	if srv := h.state.Servers[name]; srv != nil && !srv.PerSandbox {
+		sandbox = ""
+	}
+	h.mu.Unlock()
+	key := oauth.GrantKey(name, sandbox)
 	h.tokenStore()
 	h.oauth.mu.Lock()
-	f := h.oauth.flows[name]
+	f := h.oauth.flows[key]
 	h.oauth.mu.Unlock()
 	if f == nil {
 		return nil, fmt.Errorf("mcp server %q: no authorization in progress; start one with `mcp-gateway auth %s`", name, name)
@@ -185,31 +248,43 @@ func (h *Host) AuthWait(ctx context.Context, name string) (*oauth.Status, error)
 		return nil, fmt.Errorf("mcp server %q: gave up waiting for the authorization: %w", name, ctx.Err())
 	}
 	h.oauth.mu.Lock()
-	if h.oauth.flows[name] == f {
-		delete(h.oauth.flows, name)
+	if h.oauth.flows[key] == f {
+		delete(h.oauth.flows, key)
 	}
 	h.oauth.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
 	st := f.rec.Status(name)
+	st.Sandbox = sandbox
 	return &st, nil
 }
 
-// authorized restarts the server's instances in the sandboxes it is
-// attached to, so its tools appear (with list_changed), and lists its
+// grantUsers are the running sandboxes that use the grant of server for
+// sandbox: the server's attached sandboxes for its shared grant (""), that
+// sandbox alone for its own. Called with h.mu held.
+func (h *Host) grantUsers(server, grant string) []*sandbox {
+	users := h.attachedTo(server)
+	if grant == "" {
+		return users
+	}
+	return slices.DeleteFunc(users, func(sb *sandbox) bool { return sb.name != grant })
+}
+
+// authorized restarts the server's instances in the sandboxes that use
+// the new grant, so its tools appear (with list_changed), and lists its
 // tools for mcp-find.
-func (h *Host) authorized(name string) {
+func (h *Host) authorized(name, sandbox string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
 	defer cancel()
 	h.mu.Lock()
-	for _, sb := range h.attachedTo(name) {
+	for _, sb := range h.grantUsers(name, sandbox) {
 		if err := h.restartInstance(ctx, sb, name); err != nil {
 			h.log.Warn(fmt.Sprintf("sandbox %q: mcp server %q did not start after its authorization", sb.name, name), "err", err)
 		}
 	}
 	h.mu.Unlock()
-	if err := h.listTools(ctx, name); err != nil {
+	if err := h.listToolsAs(ctx, name, sandbox); err != nil {
 		h.log.Warn(fmt.Sprintf("mcp server %q: its tools could not be listed after its authorization", name), "err", err)
 	}
 }
@@ -222,35 +297,55 @@ func (h *Host) startTimeout() time.Duration {
 }
 
 // AuthStatus describes the authorization of every remote server that
-// wants OAuth (or has a token): never a token.
+// wants OAuth (or has a token): never a token. A server registered
+// --per-sandbox has one line per sandbox: each sandbox it is attached to,
+// and each that holds a grant of it.
 func (h *Host) AuthStatus() ([]oauth.Status, error) {
+	type grant struct {
+		srv     *registry.Server
+		sandbox string
+	}
 	h.mu.Lock()
-	var list []*registry.Server
-	for _, srv := range h.state.Servers {
-		if srv.Remote() {
-			list = append(list, srv)
+	var list []grant
+	for _, name := range sortedKeys(h.state.Servers) {
+		srv := h.state.Servers[name]
+		if !srv.Remote() {
+			continue
+		}
+		if !srv.PerSandbox {
+			list = append(list, grant{srv, ""})
+			continue
+		}
+		for _, sb := range sortedKeys(h.state.Sandboxes) {
+			if slices.Contains(h.state.Sandboxes[sb].Servers, name) || h.secrets.Has(oauth.SecretName(name, sb)) {
+				list = append(list, grant{srv, sb})
+			}
 		}
 	}
 	h.mu.Unlock()
-	slices.SortFunc(list, func(a, b *registry.Server) int { return compareStrings(a.Name, b.Name) })
 	out := []oauth.Status{}
-	for _, srv := range list {
-		rec, err := h.tokenStore().Load(srv.Name, srv.URL)
+	for _, g := range list {
+		rec, err := h.grantStore(g.sandbox).Load(g.srv.Name, g.srv.URL)
 		if err != nil {
-			out = append(out, oauth.Status{Server: srv.Name, Error: err.Error()})
+			out = append(out, oauth.Status{Server: g.srv.Name, Sandbox: g.sandbox, Error: err.Error()})
 			continue
 		}
-		if rec == nil && srv.OAuth == nil {
+		if rec == nil && g.srv.OAuth == nil {
 			continue
 		}
-		out = append(out, rec.Status(srv.Name))
+		st := rec.Status(g.srv.Name)
+		st.Sandbox = g.sandbox
+		out = append(out, st)
 	}
 	return out, nil
 }
 
 // AuthRemove forgets the tokens of a server (or of all with all): it is
-// unauthorized from its next request on.
-func (h *Host) AuthRemove(name string, all bool) ([]string, error) {
+// unauthorized from its next request on. For a server registered
+// --per-sandbox, sandbox names the one grant to forget; "" forgets every
+// sandbox's. It returns what it forgot: server, or server@sandbox
+// (oauth.GrantKey).
+func (h *Host) AuthRemove(name, sandbox string, all bool) ([]string, error) {
 	h.mu.Lock()
 	var names []string
 	if all {
@@ -260,30 +355,66 @@ func (h *Host) AuthRemove(name string, all bool) ([]string, error) {
 			}
 		}
 	} else {
-		if h.state.Servers[name] == nil && !h.secrets.Has("mcp:"+name+":"+oauth.SecretKey) {
+		srv := h.state.Servers[name]
+		if srv == nil && !h.secrets.Has(oauth.SecretName(name, "")) && (sandbox == "" || !h.secrets.Has(oauth.SecretName(name, sandbox))) {
 			h.mu.Unlock()
 			return nil, h.unknownServer(name)
 		}
+		if sandbox != "" && srv != nil && !srv.PerSandbox {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("mcp server %q has one OAuth grant shared by its sandboxes, not one per sandbox; forget it with `mcp-gateway auth rm %s`", name, name)
+		}
 		names = []string{name}
 	}
-	h.mu.Unlock()
-	slices.Sort(names)
-	var removed []string
+	// Every grant of these servers: the shared one, and each sandbox's own.
+	var keys []grantRef
 	for _, n := range names {
-		if !h.secrets.Has("mcp:" + n + ":" + oauth.SecretKey) {
+		keys = append(keys, grantRef{n, ""})
+		for _, sb := range sortedKeys(h.state.Sandboxes) {
+			keys = append(keys, grantRef{n, sb})
+		}
+	}
+	h.mu.Unlock()
+	if !all && sandbox != "" {
+		keys = []grantRef{{name, sandbox}}
+	}
+	slices.SortFunc(keys, func(a, b grantRef) int { return compareStrings(a.key(), b.key()) })
+	var removed []string
+	for _, g := range keys {
+		if !h.secrets.Has(oauth.SecretName(g.server, g.sandbox)) {
 			continue
 		}
-		if err := h.tokenStore().Remove(n); err != nil {
+		if err := h.grantStore(g.sandbox).Remove(g.server); err != nil {
 			return removed, err
 		}
-		removed = append(removed, n)
-		h.restartAttached(n) // its tools leave the sandboxes; its authorize tool stays
+		removed = append(removed, g.key())
+		h.restartAttached(g.server, g.sandbox) // its tools leave the sandboxes; its authorize tool stays
 	}
 	if !all && len(removed) == 0 {
+		if sandbox != "" {
+			return nil, fmt.Errorf("mcp server %q has no OAuth token for sandbox %q", name, sandbox)
+		}
 		return nil, fmt.Errorf("mcp server %q has no OAuth token", name)
 	}
 	return removed, nil
 }
+
+// forgetSandboxGrants removes a removed sandbox's own grants. Called with
+// h.mu held.
+func (h *Host) forgetSandboxGrants(sandbox string) {
+	for _, e := range h.secrets.List() {
+		if e.Key == oauth.SecretKey+"."+sandbox {
+			if err := h.grantStore(sandbox).Remove(e.Server); err != nil {
+				h.log.Warn(fmt.Sprintf("sandbox %q: its OAuth grant of mcp server %q could not be removed", sandbox, e.Server), "err", err)
+			}
+		}
+	}
+}
+
+// grantRef names one grant: a server's (sandbox "") or a sandbox's own.
+type grantRef struct{ server, sandbox string }
+
+func (g grantRef) key() string { return oauth.GrantKey(g.server, g.sandbox) }
 
 func compareStrings(a, b string) int {
 	switch {
@@ -322,8 +453,9 @@ func authorizeTool(server string) json.RawMessage {
 
 // authorizeTools are the <server>-authorize tools of a sandbox's servers
 // that want OAuth; they stay listed once the server is authorized, to
-// re-authorize it. Called with h.mu held.
-func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
+// re-authorize it. A server registered --per-sandbox is authorized for
+// the calling sandbox alone. Called with h.mu held.
+func (h *Host) authorizeTools(sandbox string, servers []string) []gateway.Builtin {
 	var out []gateway.Builtin
 	for _, name := range servers {
 		srv := h.state.Servers[name]
@@ -331,7 +463,7 @@ func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
 			continue
 		}
 		out = append(out, gateway.Builtin{Tool: authorizeTool(name), Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
-			return h.authorizeCall(ctx, c, name)
+			return h.authorizeCall(ctx, c, name, sandbox)
 		}})
 	}
 	return out
@@ -340,26 +472,55 @@ func (h *Host) authorizeTools(servers []string) []gateway.Builtin {
 // refreshBuiltins gives a running sandbox its built-in tools anew (after a
 // server that wants OAuth was attached). Called with h.mu held.
 func (h *Host) refreshBuiltins(sb *sandbox, servers []string) {
-	if err := sb.gw.Router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(servers)...)); err != nil {
+	if err := sb.gw.Router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(sb.name, servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err)
 	}
 }
 
+// authorizeStatePrefix starts the requestState of the authorize tool's
+// input_required result (a 2026-07-28 client's retry comes back to the
+// tool with it).
+const authorizeStatePrefix = "mcp-gateway-authorize."
+
+// authorizeInputKey names the URL elicitation in that result.
+const authorizeInputKey = "authorize"
+
 // authorizeCall starts the server's authorization and gives the user its
 // URL: as a URL-mode elicitation to a client that supports them (the
-// client shows it to the user), and in the result in any case. The flow
-// completes in the background when the browser comes back.
-func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name string) (json.RawMessage, error) {
-	u, err := h.AuthStart(ctx, name)
+// client shows it to the user): asked of a session-era client during the
+// call, and for a 2026-07-28 client as an input_required result whose
+// retry (with the user's answer) gets the final result; and in the final
+// result in any case. The flow completes in the background when the
+// browser comes back.
+func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name, sandbox string) (json.RawMessage, error) {
+	if c != nil {
+		if state, ok := wire.GetString(c.Params, "requestState"); ok && strings.HasPrefix(state, authorizeStatePrefix) {
+			return h.authorizeRetry(c, name, sandbox, strings.TrimPrefix(state, authorizeStatePrefix))
+		}
+	}
+	u, err := h.authStart(ctx, name, sandbox, false)
 	if err != nil {
 		return nil, err
 	}
 	elicitation := ""
 	if c != nil {
+		id := "authorize-" + name + "-" + rand.Text()
 		params, _ := json.Marshal(map[string]any{
-			"mode": "url", "url": u, "elicitationId": "authorize-" + name + "-" + fmt.Sprint(time.Now().UnixNano()),
+			"mode": "url", "url": u, "elicitationId": id,
 			"message": fmt.Sprintf("Sign in to authorize the gateway to use the MCP server %q.", name),
 		})
+		if c.CanRequireInput("elicitation/create", params) {
+			if f := h.flowOf(name, sandbox); f != nil {
+				h.oauth.mu.Lock()
+				f.elicitation = id
+				h.oauth.mu.Unlock()
+				return json.Marshal(map[string]any{
+					"resultType":    "input_required",
+					"inputRequests": map[string]any{authorizeInputKey: map[string]any{"method": "elicitation/create", "params": json.RawMessage(params)}},
+					"requestState":  authorizeStatePrefix + id,
+				})
+			}
+		}
 		res, asked, err := c.Ask(ctx, "elicitation/create", params)
 		switch {
 		case err != nil:
@@ -369,6 +530,49 @@ func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name s
 			elicitation = "the client was asked to open the URL; the user answered: " + action
 		}
 	}
+	return authorizeResult(name, u, elicitation)
+}
+
+// flowOf is the authorization in progress of a server's grant used by
+// sandbox (its own for a server registered --per-sandbox), or nil.
+func (h *Host) flowOf(name, sandbox string) *authFlow {
+	h.mu.Lock()
+	if srv := h.state.Servers[name]; srv == nil || !srv.PerSandbox {
+		sandbox = ""
+	}
+	h.mu.Unlock()
+	h.tokenStore()
+	h.oauth.mu.Lock()
+	defer h.oauth.mu.Unlock()
+	return h.oauth.flows[oauth.GrantKey(name, sandbox)]
+}
+
+// authorizeRetry answers a 2026-07-28 client's retry of the authorize
+// tool's input_required result: the URL elicitation's answer, with the
+// URL, while the authorization it showed is in progress (or done).
+func (h *Host) authorizeRetry(c *gateway.BuiltinCall, name, sandbox, id string) (json.RawMessage, error) {
+	answer := wire.Get(wire.Get(c.Params, "inputResponses"), authorizeInputKey)
+	if answer == nil {
+		return nil, fmt.Errorf("%s%s: the retry's inputResponses lacks %q, the answer to the URL elicitation", name, authorizeSuffix, authorizeInputKey)
+	}
+	action, _ := wire.GetString(answer, "action")
+	f := h.flowOf(name, sandbox)
+	h.oauth.mu.Lock()
+	var u string
+	if f != nil && f.elicitation == id {
+		u = f.url
+	}
+	h.oauth.mu.Unlock()
+	if u == "" {
+		return nil, fmt.Errorf("%s%s: the authorization this answer is for is no longer in progress (it completed, failed or was replaced); call %s%s again without requestState to start one",
+			name, authorizeSuffix, name, authorizeSuffix)
+	}
+	return authorizeResult(name, u, "the client was asked to open the URL; the user answered: "+action)
+}
+
+// authorizeResult is the authorize tool's final result: the URL, and what
+// became of showing it to the user.
+func authorizeResult(name, u, elicitation string) (json.RawMessage, error) {
 	text := fmt.Sprintf("To authorize mcp server %q, the user must open this URL in a browser on the gateway's host and approve:\n\n%s\n\n"+
 		"Its tools appear once they have (tools/list_changed). The authorization waits %s at most.", name, u, authFlowTimeout)
 	if elicitation != "" {
@@ -381,22 +585,24 @@ func (h *Host) authorizeCall(ctx context.Context, c *gateway.BuiltinCall, name s
 	return json.Marshal(res)
 }
 
-// grantLost is told when a server's grant is refused or revoked: its
-// instances restart, unauthorized, so its tools leave the sandboxes (with
+// grantLost is told when a server's grant (for sandbox: its own, or the
+// shared one with "") is refused or revoked: the instances that used it
+// restart, unauthorized, so its tools leave those sandboxes (with
 // list_changed) and only its authorize tool stays.
-func (h *Host) grantLost(name string, err error) {
-	h.log.Warn(fmt.Sprintf("mcp server %q lost its OAuth authorization", name), "err", err)
-	h.restartAttached(name)
+func (h *Host) grantLost(name, sandbox string, err error) {
+	h.log.Warn(fmt.Sprintf("mcp server %q lost its OAuth authorization", name), "sandbox", sandbox, "err", err)
+	h.restartAttached(name, sandbox)
 }
 
-// restartAttached restarts a server's instances in the sandboxes it is
-// attached to (one without a grant then fails to start: its tools leave).
-func (h *Host) restartAttached(name string) {
+// restartAttached restarts a server's instances in the sandboxes using
+// its grant for sandbox (see grantUsers; one without a grant then fails to
+// start: its tools leave).
+func (h *Host) restartAttached(name, sandbox string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.startTimeout())
 	defer cancel()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, sb := range h.attachedTo(name) {
+	for _, sb := range h.grantUsers(name, sandbox) {
 		_ = h.restartInstance(ctx, sb, name) // fails: not authorized
 	}
 }

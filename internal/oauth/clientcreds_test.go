@@ -9,10 +9,18 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
@@ -177,5 +185,57 @@ func TestNewClientCredentialsChecks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `mcp server "s"`) {
 			t.Errorf("%+v: err %v, want %q naming the server", tc.cfg.Method, err, tc.want)
 		}
+	}
+}
+
+// A headless client steps up on its own: the server wants mcp:basic to
+// list and mcp:write to call (a 403 insufficient_scope naming it); the
+// client asks a new token for the union of the scopes and the call
+// succeeds.
+func TestClientCredentialsStepUp(t *testing.T) {
+	as := newTestAS(t)
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "authorized"}}}, struct{}{}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	mux := http.NewServeMux()
+	rs := httptest.NewServer(mux)
+	t.Cleanup(rs.Close)
+	rsURL, prm := rs.URL+"/mcp", rs.URL+"/.well-known/oauth-protected-resource/mcp"
+	as.resource = rsURL
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: rsURL, AuthorizationServers: []string{as.issuer}, ScopesSupported: []string{"mcp:basic", "mcp:write"}}))
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		info, err := as.verify(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:basic", resource_metadata="`+prm+`"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if bytes.Contains(body, []byte(`"tools/call"`)) && !slices.Contains(info.Scopes, "mcp:write") {
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="`+prm+`"`)
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	cc, err := NewClientCredentials(ClientCredentialsConfig{Server: "remote", URL: rsURL, ClientID: as.clientID, ClientSecret: as.secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	got, err := callWhoami(t, rsURL, cc, &log)
+	if err != nil || !strings.Contains(got, "authorized") {
+		t.Fatalf("call: %v %s\n%s", err, got, log.String())
+	}
+	var scopes []string
+	for _, f := range as.tokenRequests() {
+		scopes = append(scopes, f.Get("scope"))
+	}
+	if want := []string{"mcp:basic", "mcp:basic mcp:write"}; !slices.Equal(scopes, want) {
+		t.Errorf("token requests' scopes %q; want %q (the challenge's, then the union)", scopes, want)
 	}
 }

@@ -32,6 +32,10 @@ type FlowConfig struct {
 	// Scopes are asked for when neither the server's challenge nor its
 	// metadata names any.
 	Scopes []string
+	// StepUp are asked for besides the scopes discovered: those of the
+	// grant this authorization replaces and those the server asked for
+	// since (Record.StepUp; SEP-2350).
+	StepUp []string
 	// RedirectURL is where the authorization server sends the person back
 	// (a loopback URL: see Loopback).
 	RedirectURL string
@@ -165,12 +169,12 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cfg.ClientSecret}
 		}
 	}
-	if len(cfg.Scopes) > 0 {
+	if len(cfg.Scopes) > 0 || len(cfg.StepUp) > 0 {
 		hc.ScopeFilter = func(discovered []string) []string {
 			if len(discovered) == 0 {
-				return cfg.Scopes
+				discovered = cfg.Scopes
 			}
-			return discovered
+			return union(discovered, cfg.StepUp)
 		}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)

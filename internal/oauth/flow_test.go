@@ -221,3 +221,39 @@ func TestDiscoveryRefusesDowngradeRedirect(t *testing.T) {
 		t.Fatalf("err %v, want a discovery error of server remote about the non-HTTPS redirect", err)
 	}
 }
+
+// A step-up by a person: a 403 insufficient_scope is remembered with the
+// grant, and the next authorization asks for the scopes granted with the
+// new ones (SEP-2350), not only those the server's 401 names.
+func TestStepUpAuthorization(t *testing.T) {
+	as := newTestAS(t)
+	rs := newTestRS(t, as, "read")
+	rec, _, _, err := runFlow(t, rs.url, FlowConfig{}, nil)
+	if err != nil {
+		t.Fatalf("authorize: %v", err)
+	}
+	store := &MemoryStore{}
+	if err := store.Save("remote", rs.url, rec); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStored("remote", rs.url, store, nil)
+	req := httptest.NewRequest(http.MethodPost, rs.url, nil)
+	req.Header.Set("Authorization", "Bearer x")
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody, Header: http.Header{
+		"Www-Authenticate": {`Bearer error="insufficient_scope", scope="write"`}}}
+	err = st.Authorize(context.Background(), req, resp)
+	if !errors.Is(err, ErrNotAuthorized) || !strings.Contains(err.Error(), "more scope (write)") {
+		t.Fatalf("the 403's error: %v", err)
+	}
+	saved, _ := store.Load("remote", rs.url)
+	if got := saved.StepUp(); strings.Join(got, " ") != "read write" {
+		t.Fatalf("the grant's step-up scopes %q; want read write", got)
+	}
+	rec2, _, _, err := runFlow(t, rs.url, FlowConfig{StepUp: saved.StepUp()}, nil)
+	if err != nil {
+		t.Fatalf("authorize again: %v", err)
+	}
+	if got := strings.Join(rec2.Scopes, " "); got != "read write" {
+		t.Errorf("the new grant's scopes %q; want read write (the union)", got)
+	}
+}

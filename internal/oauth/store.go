@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +33,20 @@ type Record struct {
 	TokenURL     string           `json:"token_url"`
 	AuthStyle    oauth2.AuthStyle `json:"auth_style,omitempty"`
 	Scopes       []string         `json:"scopes,omitempty"`
-	Token        *oauth2.Token    `json:"token"`
-	AuthorizedAt time.Time        `json:"authorized_at"`
+	// Wanted are scopes the server asked for since (a 403
+	// insufficient_scope): the next authorization asks for them with
+	// Scopes (a step-up, SEP-2350).
+	Wanted       []string      `json:"wanted_scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+	AuthorizedAt time.Time     `json:"authorized_at"`
 }
 
 // Status describes a record without a secret in it.
 type Status struct {
-	Server     string    `json:"server"`
+	Server string `json:"server"`
+	// Sandbox is the sandbox whose own grant this is (a server registered
+	// --per-sandbox); "" for a grant shared by the server's sandboxes.
+	Sandbox    string    `json:"sandbox,omitempty"`
 	Authorized bool      `json:"authorized"`
 	Issuer     string    `json:"issuer,omitempty"`
 	Scopes     []string  `json:"scopes,omitempty"`
@@ -56,6 +64,16 @@ func (r *Record) Status(server string) Status {
 	}
 	return Status{Server: server, Authorized: true, Issuer: r.Issuer, Scopes: r.Scopes, Expiry: r.Token.Expiry,
 		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt}
+}
+
+// StepUp is the scopes a new authorization replacing r asks for besides
+// those discovered: r's granted ones with those the server asked for
+// since; none when the server asked for no more.
+func (r *Record) StepUp() []string {
+	if r == nil || len(r.Wanted) == 0 {
+		return nil
+	}
+	return union(r.Scopes, r.Wanted)
 }
 
 // refreshClient is client with the resource parameter (RFC 8707) added
@@ -142,7 +160,72 @@ type SecretStore struct{ S *secrets.Store }
 // SecretKey is the key of a server's record in the secret store.
 const SecretKey = "oauth-token"
 
-func secretName(server string) string { return "mcp:" + server + ":" + SecretKey }
+// secretName is the secret of a grant: mcp:<server>:oauth-token for a
+// server's grant, mcp:<server>:oauth-token.<sandbox> for a sandbox's own
+// (GrantKey).
+func secretName(key string) string {
+	server, sandbox, ok := strings.Cut(key, "@")
+	if ok {
+		return "mcp:" + server + ":" + SecretKey + "." + sandbox
+	}
+	return "mcp:" + server + ":" + SecretKey
+}
+
+// SecretName is the secret-store name of a grant: a server's, or with
+// sandbox a sandbox's own.
+func SecretName(server, sandbox string) string { return secretName(GrantKey(server, sandbox)) }
+
+// GrantKey is the key under which a Store keeps a grant: the server's name
+// for a grant shared by the sandboxes it is attached to, server@sandbox
+// for a sandbox's own grant (a server registered --per-sandbox).
+func GrantKey(server, sandbox string) string {
+	if sandbox == "" {
+		return server
+	}
+	return server + "@" + sandbox
+}
+
+// authCommand is the command that authorizes a grant.
+func authCommand(key string) string {
+	if server, sandbox, ok := strings.Cut(key, "@"); ok {
+		return "mcp-gateway auth " + server + " --sandbox " + sandbox
+	}
+	return "mcp-gateway auth " + key
+}
+
+// SandboxStore is the store of one sandbox's own grants (servers
+// registered --per-sandbox): each server's record is kept under
+// GrantKey(server, Sandbox), so a sandbox never uses another's token.
+type SandboxStore struct {
+	Store
+	Sandbox string
+}
+
+func (s SandboxStore) Load(server, url string) (*Record, error) {
+	return s.Store.Load(GrantKey(server, s.Sandbox), url)
+}
+
+func (s SandboxStore) Save(server, url string, r *Record) error {
+	return s.Store.Save(GrantKey(server, s.Sandbox), url, r)
+}
+
+func (s SandboxStore) Remove(server string) error { return s.Store.Remove(GrantKey(server, s.Sandbox)) }
+
+// Version is the underlying store's (see Versioned), 0 when it counts none.
+func (s SandboxStore) Version() uint64 {
+	if v, ok := s.Store.(interface{ Version() uint64 }); ok {
+		return v.Version()
+	}
+	return 0
+}
+
+// authHint is how to authorize server's grant in store.
+func authHint(store Store, server string) string {
+	if s, ok := store.(SandboxStore); ok {
+		return authCommand(GrantKey(server, s.Sandbox))
+	}
+	return authCommand(server)
+}
 
 func (s SecretStore) Load(server, url string) (*Record, error) {
 	v, err := s.S.Get(secretName(server), url)
@@ -150,13 +233,13 @@ func (s SecretStore) Load(server, url string) (*Record, error) {
 	case errors.Is(err, secrets.ErrNotSet):
 		return nil, nil
 	case errors.Is(err, secrets.ErrBindingChanged):
-		return nil, fmt.Errorf("mcp server %q: its OAuth token was granted for another URL; authorize it again with `mcp-gateway auth %s`", server, server)
+		return nil, fmt.Errorf("mcp server %q: its OAuth token was granted for another URL; authorize it again with `%s`", grantServer(server), authCommand(server))
 	case err != nil:
 		return nil, err
 	}
 	var r Record
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil, fmt.Errorf("mcp server %q: its stored OAuth token is unreadable; authorize it again with `mcp-gateway auth %s`", server, server)
+		return nil, fmt.Errorf("mcp server %q: its stored OAuth token is unreadable; authorize it again with `%s`", grantServer(server), authCommand(server))
 	}
 	return &r, nil
 }
@@ -175,6 +258,12 @@ func (s SecretStore) Remove(server string) error {
 		return nil
 	}
 	return err
+}
+
+// grantServer is the server of a grant key.
+func grantServer(key string) string {
+	server, _, _ := strings.Cut(key, "@")
+	return server
 }
 
 // MemoryStore keeps records in memory (a gateway that forgets them when it

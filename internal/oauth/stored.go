@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,11 +46,12 @@ func NewStored(server, url string, store Store, client *http.Client) *Stored {
 // the grant was there and is gone (refused or revoked), which is when
 // OnUnauthorized is told.
 func (s *Stored) notAuthorized(why string, cause error, lost ...bool) error {
-	err := fmt.Errorf("mcp server %q is not authorized: %s; authorize it with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
-		s.server, why, s.server, s.server, ErrNotAuthorized)
+	hint := authHint(s.store, s.server)
+	err := fmt.Errorf("mcp server %q is not authorized: %s; authorize it with `%s` (or, as an agent, the %s-authorize tool): %w",
+		s.server, why, hint, s.server, ErrNotAuthorized)
 	if cause != nil {
-		err = fmt.Errorf("mcp server %q is not authorized: %s (%v); authorize it again with `mcp-gateway auth %s` (or, as an agent, the %s-authorize tool): %w",
-			s.server, why, cause, s.server, s.server, ErrNotAuthorized)
+		err = fmt.Errorf("mcp server %q is not authorized: %s (%v); authorize it again with `%s` (or, as an agent, the %s-authorize tool): %w",
+			s.server, why, cause, hint, s.server, ErrNotAuthorized)
 	}
 	if s.OnUnauthorized != nil && len(lost) > 0 && lost[0] {
 		go s.OnUnauthorized(s.server, err)
@@ -138,7 +140,11 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 		if !insufficientScope(header) {
 			return nil
 		}
-		return s.notAuthorized("it asks for more scope ("+challengeScope(header)+")", nil)
+		wanted := challengeScope(header)
+		if err := s.rememberWanted(wanted); err != nil {
+			return err
+		}
+		return s.notAuthorized("it asks for more scope ("+wanted+"), which a new authorization asks for with the scopes granted", nil)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,6 +187,29 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	s.rec = &rec
 	s.ts = oauth2.ReuseTokenSourceWithExpiry(tok, rec.config().TokenSource(cctx, tok), time.Minute)
 	err = s.store.Save(s.server, s.url, &rec)
+	s.syncGen()
+	return err
+}
+
+// rememberWanted keeps the scopes a 403 asked for in the stored record, so
+// the next authorization (by the person) asks for them too.
+func (s *Stored) rememberWanted(wanted string) error {
+	if wanted == "unspecified" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil || s.rec == nil {
+		return err
+	}
+	next := union(s.rec.Wanted, strings.Fields(wanted))
+	if len(next) == len(s.rec.Wanted) {
+		return nil
+	}
+	rec := *s.rec
+	rec.Wanted = next
+	s.rec = &rec
+	err := s.store.Save(s.server, s.url, &rec)
 	s.syncGen()
 	return err
 }

@@ -53,6 +53,10 @@ type Server struct {
 	// registration from its 401): how the gateway authorizes (the client
 	// identity); its tokens are in the secret store (internal/oauth).
 	OAuth *mcpconfig.OAuth `json:"oauth,omitempty"`
+	// PerSandbox keeps the server's OAuth grant per sandbox (each sandbox
+	// authorizes it on its own: --per-sandbox) instead of one grant shared
+	// by every sandbox it is attached to.
+	PerSandbox bool `json:"perSandbox,omitempty"`
 
 	// A local server: the command run once per sandbox, its arguments,
 	// working directory and environment (values may hold ${name}

@@ -125,6 +125,15 @@ type HTTPOptions struct {
 	// tools' Mcp-Param-* arguments from tools/list; nil means one of this
 	// upstream's own.
 	ParamHeaders *ParamHeaders
+	// DiscoverFirst asks server/discover before initialize (streamable HTTP
+	// only): a server that speaks 2026-07-28 and the session era is then
+	// spoken to in 2026-07-28. By default the session starts with
+	// initialize and asks server/discover only when initialize is refused,
+	// because the gateway does not yet listen to a 2026-07-28 server's
+	// change notifications (subscriptions/listen), which a session-era
+	// session gets on its GET stream. It costs a session-era server one
+	// more request per session.
+	DiscoverFirst bool
 	// Auth, when set, is the server's OAuth client: it gives the token of
 	// every request and handles a 401 (see Authorizer). Headers should then
 	// hold no Authorization.

@@ -45,7 +45,13 @@ func (s *session) discoverModern(ctx context.Context) bool {
 	}
 	s.modern.Store(true)
 	s.setVersion(ModernVersion)
-	resp, err := s.call(ctx, "server/discover", modernMeta(nil, s.h.opts.ClientInfo, s.h.opts.Capabilities))
+	params := modernMeta(nil, s.h.opts.ClientInfo, s.h.opts.Capabilities)
+	resp, err := s.call(ctx, "server/discover", params)
+	if err == nil && versionRejected(resp) {
+		// -32022: the server refused the version, and names 2026-07-28
+		// among those it supports: ask once more (SEP-2575).
+		resp, err = s.call(ctx, "server/discover", params)
+	}
 	var res struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
@@ -70,6 +76,25 @@ func (s *session) discoverModern(ctx context.Context) bool {
 	s.jsonAnswers = false
 	s.h.log.Debug(fmt.Sprintf("mcp server %q speaks %s", s.name(), ModernVersion))
 	return true
+}
+
+// codeUnsupportedVersion is the error of a request whose protocol version
+// the server does not support (SEP-2575); its data lists the supported.
+const codeUnsupportedVersion = -32022
+
+// versionRejected reports an answer refusing the request's protocol
+// version while naming 2026-07-28 among the supported ones.
+func versionRejected(resp Response) bool {
+	if resp.Error == nil {
+		return false
+	}
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Supported []string `json:"supported"`
+		} `json:"data"`
+	}
+	return json.Unmarshal(resp.Error, &e) == nil && e.Code == codeUnsupportedVersion && slices.Contains(e.Data.Supported, ModernVersion)
 }
 
 // initializeRefused reports whether an initialize failure may be a server

@@ -161,3 +161,84 @@ func TestRemoteParamHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A server's era with and without DiscoverFirst: a server that speaks both
+// eras is spoken to in the session era by default and in 2026-07-28 when
+// asked server/discover first; a session-era server asked server/discover
+// first refuses it and is initialized as before.
+func TestRemoteDiscoverFirst(t *testing.T) {
+	serve := func(discover, rejectFirst bool) (*httptest.Server, *[]string) {
+		var mu sync.Mutex
+		var methods []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.Unmarshal(body, &msg)
+			mu.Lock()
+			methods = append(methods, msg.Method)
+			first := len(methods) == 1
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			if first && rejectFirst {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}`)
+				return
+			}
+			var result string
+			switch msg.Method {
+			case "initialize":
+				result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"dual","version":"1"}}`
+			case "server/discover":
+				if !discover {
+					io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32601,"message":"Method not found"}}`)
+					return
+				}
+				result = `{"supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}}}`
+			case "notifications/initialized":
+				w.WriteHeader(http.StatusAccepted)
+				return
+			default:
+				result = `{"tools":[]}`
+			}
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":`+result+`}`)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, &methods
+	}
+	for _, c := range []struct {
+		name                   string
+		dualEra, discoverFirst bool
+		rejectFirst            bool
+		wantModern             bool
+		wantFirst              string
+	}{
+		{"dual-era server, initialize first (the default)", true, false, false, false, "initialize"},
+		{"dual-era server, discover first", true, true, false, true, "server/discover"},
+		{"session-era server, discover first", false, true, false, false, "server/discover"},
+		{"dual-era server refusing the first request's version (-32022)", true, true, true, true, "server/discover"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, methods := serve(c.dualEra, c.rejectFirst)
+			h := NewHTTP(HTTPOptions{Name: "dual", URL: srv.URL, NoListen: true, DiscoverFirst: c.discoverFirst})
+			defer h.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := h.Start(ctx); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			if _, err := h.Call(ctx, "tools/list", nil); err != nil {
+				t.Fatal(err)
+			}
+			if h.Modern() != c.wantModern || (*methods)[0] != c.wantFirst {
+				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Modern(), *methods, c.wantModern, c.wantFirst)
+			}
+		})
+	}
+}

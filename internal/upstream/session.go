@@ -116,8 +116,17 @@ func (s *session) name() string { return s.h.opts.Name }
 
 // initialize performs the MCP handshake on a new session.
 func (s *session) initialize(ctx context.Context) error {
+	discoverFirst := s.h.opts.DiscoverFirst && !s.sse
+	if discoverFirst {
+		if s.discoverModern(ctx) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("mcp server %q did not answer server/discover at %s: %w", s.name(), redactURL(s.h.url), ctx.Err())
+		}
+	}
 	resp, err := s.call(ctx, "initialize", s.h.initParams)
-	if initializeRefused(err, resp) && s.discoverModern(ctx) {
+	if !discoverFirst && initializeRefused(err, resp) && s.discoverModern(ctx) {
 		return nil // a server of the 2026-07-28 era, which has no initialize
 	}
 	switch {

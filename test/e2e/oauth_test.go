@@ -395,3 +395,190 @@ func TestHostOAuthAuthorizeElicitation(t *testing.T) {
 		t.Fatalf("tools after authorization: %v", names)
 	}
 }
+
+// browseAuthorization plays the person's browser: it opens the
+// authorization URL, whose server redirects at once, and follows the
+// redirect to the gateway's loopback callback.
+func browseAuthorization(t *testing.T, u string) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the callback answered %d", resp.StatusCode)
+	}
+}
+
+// authCLI runs `mcp-gateway auth ARGS...`, opening the URL it prints as the
+// person's browser would, and returns its output.
+func authCLI(t *testing.T, h *hostGW, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(gatewayBin, append([]string{"auth"}, args...)...)
+	cmd.Env = append(cmd.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		lines = append(lines, sc.Text())
+		if u := strings.TrimSpace(sc.Text()); strings.HasPrefix(u, "http") {
+			browseAuthorization(t, u)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth %v: %v\n%s\n%s\nhost log:\n%s", args, err, strings.Join(lines, "\n"), stderr.String(), h.log())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A server registered --per-sandbox keeps one grant per sandbox: `auth
+// NAME --sandbox a` authorizes sandbox a alone (b still sees only the
+// authorize tool), b's authorize tool authorizes b's own grant, `auth
+// status` shows each sandbox's, and `auth rm NAME --sandbox a` takes the
+// tools from a while b keeps them.
+func TestHostOAuthPerSandbox(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	out := h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--per-sandbox")
+	if !strings.Contains(out, "it wants OAuth") || !strings.Contains(out, "mcp-gateway auth prot --sandbox SANDBOX") {
+		t.Fatalf("server add --per-sandbox printed %q", out)
+	}
+	ga := h.createSandbox("a", "--static", "prot")
+	gb := h.createSandbox("b", "--static", "prot")
+	h.failCLI("name the sandbox", "", "auth", "prot")
+
+	if out := authCLI(t, h, "prot", "--sandbox", "a"); !strings.Contains(out, `mcp server "prot" is authorized for sandbox "a"`) {
+		t.Fatalf("auth prot --sandbox a printed %q", out)
+	}
+	var st []struct {
+		Server, Sandbox string
+		Authorized      bool
+	}
+	if err := json.Unmarshal([]byte(h.mustCLI("", "auth", "status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		Server, Sandbox string
+		Authorized      bool
+	}{{"prot", "a", true}, {"prot", "b", false}}
+	if !slices.Equal(st, want) {
+		t.Fatalf("auth status: %+v; want %+v", st, want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ca, changedA := ga.connectListChanged(ctx)
+	cb, changedB := gb.connectListChanged(ctx)
+	if got, isErr := callText(ctx, t, ca, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("sandbox a: whoami: %q (error %v)", got, isErr)
+	}
+	if names := toolNames(ctx, t, cb); !slices.Contains(names, "prot-authorize") || slices.Contains(names, "whoami") {
+		t.Fatalf("sandbox b's tools with only a authorized: %v; want prot-authorize and no whoami", names)
+	}
+
+	// b's authorize tool authorizes b's own grant.
+	res, err := cb.CallTool(ctx, &mcp.CallToolParams{Name: "prot-authorize", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("prot-authorize in b: %v %s", err, text(res))
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	var tool struct{ URL string }
+	_ = json.Unmarshal(sc, &tool)
+	browseAuthorization(t, tool.URL)
+	deadline := time.Now().Add(30 * time.Second)
+	names := toolNames(ctx, t, cb)
+	for ; !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cb) {
+		waitListChanged(t, changedB, "b's authorization")
+	}
+	if !slices.Contains(names, "whoami") {
+		t.Fatalf("sandbox b's tools after its authorization: %v", names)
+	}
+	srv.mu.Lock()
+	issued := len(srv.tokens)
+	srv.mu.Unlock()
+	if issued != 2 {
+		t.Errorf("the authorization server issued %d tokens; want 2, one per sandbox", issued)
+	}
+
+	if out := h.mustCLI("", "auth", "rm", "prot", "--sandbox", "a"); !strings.Contains(out, `forgot the OAuth tokens of mcp server "prot" for sandbox "a"`) {
+		t.Fatalf("auth rm --sandbox a printed %q", out)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for names = toolNames(ctx, t, ca); slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, ca) {
+		waitListChanged(t, changedA, "a's grant removed")
+	}
+	if slices.Contains(names, "whoami") || !slices.Contains(names, "prot-authorize") {
+		t.Fatalf("sandbox a's tools after auth rm --sandbox a: %v; want prot-authorize and no whoami", names)
+	}
+	if got, isErr := callText(ctx, t, cb, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("sandbox b after a's grant was removed: whoami: %q (error %v)", got, isErr)
+	}
+	h.mustCLI("", "server", "add", "prot2", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	h.failCLI("not one per sandbox", "", "auth", "prot2", "--sandbox", "a")
+}
+
+// A 2026-07-28 client that supports URL elicitation gets the authorize
+// tool's URL as an input_required result (an elicitation/create of mode
+// url); its retry with the user's answer gets the final result, and the
+// server's tools appear once the person approved. A 2026-07-28 client
+// without URL elicitation gets the URL in the result at once.
+func TestHostOAuthAuthorizeModernInputRequired(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	plain := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	_, out := postModernAs(ctx, t, g, plain, "tools/call", "prot-authorize", 1, map[string]any{"name": "prot-authorize", "arguments": map[string]any{}})
+	res, _ := out["result"].(map[string]any)
+	if res["resultType"] != "complete" || !strings.Contains(fmt.Sprint(res["structuredContent"]), "http") {
+		t.Fatalf("a 2026-07-28 client without URL elicitation: %v; want a complete result with the URL", out)
+	}
+
+	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	_, out = postModernAs(ctx, t, g, urlCaps, "tools/call", "prot-authorize", 2, map[string]any{"name": "prot-authorize", "arguments": map[string]any{}})
+	res, _ = out["result"].(map[string]any)
+	if res["resultType"] != "input_required" {
+		t.Fatalf("a 2026-07-28 client with URL elicitation: %v; want input_required", out)
+	}
+	in, _ := res["inputRequests"].(map[string]any)
+	if len(in) != 1 {
+		t.Fatalf("inputRequests: %v; want one", in)
+	}
+	var key string
+	var req map[string]any
+	for k, v := range in {
+		key, req = k, v.(map[string]any)
+	}
+	params, _ := req["params"].(map[string]any)
+	u, _ := params["url"].(string)
+	if req["method"] != "elicitation/create" || params["mode"] != "url" || u == "" {
+		t.Fatalf("the input request: %v; want an elicitation/create of mode url with the URL", req)
+	}
+	browseAuthorization(t, u)
+
+	_, out = postModernAs(ctx, t, g, urlCaps, "tools/call", "prot-authorize", 3, map[string]any{
+		"name": "prot-authorize", "arguments": map[string]any{},
+		"requestState": res["requestState"], "inputResponses": map[string]any{key: map[string]any{"action": "accept"}},
+	})
+	final, _ := out["result"].(map[string]any)
+	if final["resultType"] != "complete" || !strings.Contains(fmt.Sprint(final["content"]), "the user answered: accept") || !strings.Contains(fmt.Sprint(final["content"]), u) {
+		t.Fatalf("the retry's result: %v; want a complete result with the URL and the user's answer", out)
+	}
+	waitFor(ctx, t, "whoami after the authorization", func() bool {
+		_, out := postModernAs(ctx, t, g, urlCaps, "tools/list", "", 4, map[string]any{})
+		return strings.Contains(fmt.Sprint(out["result"]), "whoami")
+	})
+}

@@ -18,8 +18,12 @@
 //     person's browser, opening the URL the gateway prints and following the
 //     authorization server's redirect to the gateway's loopback callback; a
 //     sandbox with the server attached is then what the client reaches
-//     (through a proxy adding the sandbox's bearer token);
-//   - the other scenarios: `mcp-gateway serve` fronting the scenario server.
+//     (through a proxy adding the sandbox's bearer token); when auth status
+//     then shows the server unauthorized (its grant was dropped because the
+//     server now names another authorization server), the driver
+//     authorizes it again, as the person told so would;
+//   - the other scenarios: `mcp-gateway serve` fronting the scenario server,
+//     asking it server/discover first ("discoverFirst").
 //
 // The client then runs against the gateway with the scenario's environment,
 // and the driver exits with the client's exit code (1 when the gateway
@@ -93,7 +97,9 @@ func run() int {
 	case strings.HasPrefix(scenario, "auth/"):
 		endpoint, token, err = d.hostAuthorized(ctx, target, sctx)
 	default:
-		endpoint, err = d.serve(ctx, map[string]any{"remote": map[string]any{"url": target}})
+		// discoverFirst: a scenario server of the 2026-07-28 era that also
+		// accepts initialize (request-metadata) is spoken to in its era.
+		endpoint, err = d.serve(ctx, map[string]any{"remote": map[string]any{"url": target, "discoverFirst": true}})
 	}
 	if err != nil {
 		b, _ := os.ReadFile(d.logPath)
@@ -259,7 +265,41 @@ func (d *driver) hostAuthorized(ctx context.Context, target string, sctx map[str
 	if err := json.Unmarshal(out, &sb); err != nil {
 		return "", "", fmt.Errorf("sandbox create printed %q", out)
 	}
+	// A grant lost since (the server now names another authorization
+	// server, whose issuer did not grant it: the gateway dropped it rather
+	// than send it there) is authorized again as the person would, told so
+	// by auth status: the gateway discovers and registers with the new
+	// authorization server itself.
+	if lost, err := d.unauthorized(ctx, env); err != nil {
+		return "", "", err
+	} else if lost {
+		logf("auth status says the server is no longer authorized: authorizing it again")
+		if err := d.cliBrowsing(ctx, env, "", "auth", "remote"); err != nil {
+			return "", "", err
+		}
+	}
 	return hostURL, sb.Token, nil
+}
+
+// unauthorized reports whether auth status shows the server unauthorized.
+func (d *driver) unauthorized(ctx context.Context, env []string) (bool, error) {
+	out, err := d.cli(ctx, env, "", "auth", "status", "--json")
+	if err != nil {
+		return false, err
+	}
+	var st []struct {
+		Server     string
+		Authorized bool
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return false, fmt.Errorf("auth status printed %q", out)
+	}
+	for _, s := range st {
+		if s.Server == "remote" {
+			return !s.Authorized, nil
+		}
+	}
+	return false, nil
 }
 
 // cli runs an administration command and returns its output.

@@ -91,7 +91,9 @@ func (r *report) markdown() string {
 			p("puts `mcp-gateway` between the same client and the scenario server, the gateway doing the\n")
 			p("OAuth itself: `serve` with the server's `oauth` entry (`client_credentials`) for\n")
 			p("`auth/client-credentials-*`; a host (`server add`, `auth`, the driver playing the person's\n")
-			p("browser, a sandbox) for the other `auth/` scenarios; `serve` for the rest. The same rule holds:\n")
+			p("browser, a sandbox; when `auth status` then shows the server unauthorized, because the\n")
+			p("server named another authorization server, the driver runs `auth` again as the person\n")
+			p("would) for the other `auth/` scenarios; `serve` with `\"discoverFirst\": true` for the rest. The same rule holds:\n")
 			p("every scenario that passes directly passes through the gateway, unless known-gaps.txt lists it.\n")
 			p("See [oauth.md](oauth.md).\n\n")
 		}
