@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -87,9 +88,10 @@ func (t *Telemetry) StartRequest(ctx context.Context, r Request) (context.Contex
 		return ctx, noop // the client's trace id reaches the call log
 	}
 	name, _ := wire.GetString(r.Params, "name")
+	ctx, span := t.Tracer.Start(ctx, spanName(r.Method, name), serverSpan...)
 	// Few attributes: each costs at the span's start, its end and its export.
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, attribute.String(attrMethod, r.Method))
+	a := getAttrs()
+	attrs := append(a[:0], attribute.String(attrMethod, r.Method))
 	if len(r.ID) > 0 {
 		attrs = append(attrs, attribute.String(attrRequestID, requestID(r.ID)))
 	}
@@ -100,7 +102,8 @@ func (t *Telemetry) StartRequest(ctx context.Context, r Request) (context.Contex
 		attrs = append(attrs, attribute.String(attrProtocolVersion, r.ProtocolVersion))
 	}
 	attrs = appendTarget(attrs, r.Method, name)
-	ctx, span := t.Tracer.Start(ctx, spanName(r.Method, name), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...)
+	putAttrs(a)
 	return ctx, func(reply gateway.Reply) {
 		if et := replyErrorType(r.Method, reply); et != "" {
 			span.SetAttributes(attribute.String(attrErrorType, et))
@@ -191,10 +194,11 @@ func (o observer) StartCall(ctx context.Context, c gateway.CallInfo) (context.Co
 	}
 	var span trace.Span
 	if t.Tracer != nil {
-		attrs := make([]attribute.KeyValue, 0, 4)
-		attrs = append(attrs, attribute.String(attrMethod, c.Method), attribute.String(attrServer, c.Server))
-		attrs = appendTarget(attrs, c.Method, c.Name)
-		ctx, span = t.Tracer.Start(ctx, spanName(c.Method, c.Name), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		ctx, span = t.Tracer.Start(ctx, spanName(c.Method, c.Name), clientSpan...)
+		a := getAttrs()
+		attrs := append(a[:0], attribute.String(attrMethod, c.Method), attribute.String(attrServer, c.Server))
+		span.SetAttributes(appendTarget(attrs, c.Method, c.Name)...)
+		putAttrs(a)
 	}
 	return ctx, func(e gateway.CallEnd) {
 		total := time.Since(began)
@@ -265,6 +269,28 @@ func replyErrorType(method string, r gateway.Reply) string {
 		return OutcomeToolError
 	}
 	return ""
+}
+
+// The options of the gateway's spans, made once: options built per call
+// cost three allocations (the variadic slice, the attributes' interface,
+// the SDK's copy of them).
+var (
+	serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
+// A span's attributes are set just after its start, from a pooled array:
+// the SDK copies them into the span (Span.SetAttributes), so the array is
+// free again at once. Given at the start instead (trace.WithAttributes)
+// they would reach the sampler, but none of those OTEL_TRACES_SAMPLER
+// names reads attributes, and they would cost two more allocations.
+var attrPool = sync.Pool{New: func() any { return new([6]attribute.KeyValue) }}
+
+func getAttrs() *[6]attribute.KeyValue { return attrPool.Get().(*[6]attribute.KeyValue) }
+
+func putAttrs(a *[6]attribute.KeyValue) {
+	*a = [6]attribute.KeyValue{} // the strings they hold may go
+	attrPool.Put(a)
 }
 
 // spanName is "{mcp.method.name} {target}", the target being the tool or
