@@ -87,6 +87,24 @@ func (g *Guard) Visible(it gateway.GuardItem) bool {
 	return set.Visible(g.request(it))
 }
 
+// Permits decides a request quietly (no audit record, nobody asked): a
+// use of the item with these arguments would be allowed without approval.
+// The gateway uses it to drop from a completion the values the client
+// could not use.
+func (g *Guard) Permits(c *gateway.GuardCall) bool {
+	set := g.Engine.Current()
+	if set == nil {
+		return true
+	}
+	req := g.request(c.GuardItem)
+	req.Args, req.Time = c.Arguments, time.Now()
+	if req.Args == nil {
+		req.Args = json.RawMessage(`{}`)
+	}
+	d := set.Decide(req)
+	return d.Allow && d.Approval == ""
+}
+
 // Admit decides a call: refused with an error naming the policy, held for
 // approval, or let through; every outcome is audited.
 func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.Reply), *wire.Error) {
@@ -121,13 +139,21 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		g.logger().Warn("a policy could not be evaluated and was skipped", "err", e, "server", c.Server, "name", c.Name)
 	}
 	subject := c.Name
-	if c.Server != "" && c.Kind != gateway.GuardResource {
+	if c.Server != "" && c.Kind != gateway.GuardResource && c.Kind != gateway.GuardTemplate {
 		subject = c.Server + "/" + c.Name
 	}
 	if !d.Allow {
 		rec.Outcome = "denied"
 		g.write(rec)
 		return nil, denied(c.Method, subject, d.Reason(), d)
+	}
+	if d.Approval != "" && c.Refers {
+		// A completion or subscription is not worth a person's time, and
+		// must not tell what only an approved use would.
+		why := "nobody is asked to approve a " + c.Method + "; only a use of it (" + useOf(c.Kind) + ") may be approved"
+		rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
+		g.write(rec)
+		return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
 	}
 	if d.Approval != "" {
 		outcome, by, why := g.approve(ctx, c, subject, d)
@@ -147,6 +173,17 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		rec.Outcome, rec.ErrorClass = outcome(reply)
 		g.write(rec)
 	}, nil
+}
+
+// useOf names the method that uses an item of a kind.
+func useOf(kind string) string {
+	switch kind {
+	case gateway.GuardTool, gateway.GuardBuiltin:
+		return "tools/call"
+	case gateway.GuardPrompt:
+		return "prompts/get"
+	}
+	return "resources/read"
 }
 
 func denied(method, subject, why string, d Decision) *wire.Error {

@@ -478,3 +478,77 @@ func TestPolicyStdio(t *testing.T) {
 		t.Errorf("the denied call's record lacks its full arguments: %v", r)
 	}
 }
+
+// Completions and subscriptions are decided like prompts/get and
+// resources/read of what they refer to: a client learns nothing through
+// them that it could not read (both eras; subscriptions in the session era,
+// the only one with resources/subscribe).
+func TestPolicyCompletionsAndSubscriptions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"everything": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything")), "--policy-file", writePolicy(t, `
+@id("no-sales")
+forbid(principal, action == MCP::Action::"getPrompt", resource == MCP::Prompt::"everything/completable-prompt")
+  when { context.args has department && context.args.department == "Sales" };
+@id("no-dynamic-text")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"demo://resource/dynamic/text/{resourceId}");
+@id("no-startup")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"demo://resource/static/document/startup.md");
+`))
+	prompt := &mcp.CompleteReference{Type: "ref/prompt", Name: "completable-prompt"}
+	for _, era := range bothEras {
+		t.Run(era, func(t *testing.T) {
+			cs := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "e2e-complete", Version: "1"}, nil), era)
+			for _, c := range []struct {
+				params *mcp.CompleteParams
+				want   string // the values, or the error's policy
+			}{
+				// A value a use would be denied with is left out.
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"}}, "[Support]"},
+				// Completing under denied arguments is refused.
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "name", Value: ""},
+					Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Sales"}}}, `forbidden by policy "no-sales"`},
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "name", Value: ""},
+					Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Engineering"}}}, "[Alice Bob Charlie]"},
+				// A template is decided as a read of it.
+				{&mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "demo://resource/dynamic/text/{resourceId}"},
+					Argument: mcp.CompleteParamsArgument{Name: "resourceId", Value: "12"}}, `forbidden by policy "no-dynamic-text"`},
+				{&mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "demo://resource/dynamic/blob/{resourceId}"},
+					Argument: mcp.CompleteParamsArgument{Name: "resourceId", Value: "12"}}, "[12]"},
+			} {
+				got := ""
+				res, err := cs.Complete(ctx, c.params)
+				if err != nil {
+					got = err.Error()
+				} else {
+					got = fmt.Sprint(res.Completion.Values)
+				}
+				if !strings.Contains(got, c.want) {
+					t.Errorf("completing %s%s %s=%q: %s, want %s", c.params.Ref.Name, c.params.Ref.URI, c.params.Argument.Name, c.params.Argument.Value, got, c.want)
+				}
+			}
+			if era != sessionEra {
+				return
+			}
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/startup.md"})
+			if err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-startup"`) {
+				t.Errorf("subscribing to a resource it may not read: %v", err)
+			}
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/structure.md"}); err != nil {
+				t.Errorf("subscribing to a resource it may read: %v", err)
+			}
+		})
+	}
+	recs := auditRecords(t, g.auditFile())
+	for _, want := range []map[string]any{
+		{"type": "call", "method": "completion/complete", "action": "getPrompt", "name": "completable-prompt", "decision": "deny", "policies": "[no-sales]"},
+		{"type": "call", "method": "completion/complete", "action": "readResource", "decision": "allow", "outcome": "ok"},
+		{"type": "call", "method": "resources/subscribe", "name": "demo://resource/static/document/startup.md", "decision": "deny"},
+		{"type": "call", "method": "resources/subscribe", "name": "demo://resource/static/document/structure.md", "decision": "allow", "outcome": "ok"},
+	} {
+		if findRecord(recs, want) == nil {
+			t.Errorf("no audit record %v", want)
+		}
+	}
+}
