@@ -220,7 +220,9 @@ func TestGuardDecidesCompletionsAndSubscriptions(t *testing.T) {
 // argument value starting "secret" is denied.
 type quietGuard struct{ denyGuard }
 
-func (q *quietGuard) Permits(c *GuardCall) bool { return !strings.Contains(string(c.Arguments), `"secret`) }
+func (q *quietGuard) Permits(c *GuardCall) bool {
+	return !strings.Contains(string(c.Arguments), `"secret`)
+}
 
 // The values a completion proposes that a use would be denied with are
 // left out, and its total (which counted them) dropped.
