@@ -243,6 +243,35 @@ func (h *Host) RemovePolicy(name, sandbox string) error {
 	return h.applyPolicies(next)
 }
 
+// removeSandboxPolicies forgets a removed sandbox's engine and removes the
+// policy documents stored for it alone, each audited as a policy rm, and
+// returns their names. Called with h.mu held, the sandbox already gone.
+func (h *Host) removeSandboxPolicies(sandbox string) ([]string, error) {
+	g := h.gov
+	delete(g.engines, sandbox)
+	var names []string
+	next := slices.DeleteFunc(slices.Clone(g.policies), func(p StoredPolicy) bool {
+		if p.Sandbox == sandbox {
+			names = append(names, p.Name)
+			return true
+		}
+		return false
+	})
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if err := h.applyPolicies(next); err != nil {
+		return nil, fmt.Errorf("the sandbox is removed but its policies (%s) stay stored and would apply to a new sandbox of that name: %w; remove them with `mcp-gateway policy rm NAME --sandbox %s`",
+			strings.Join(names, ", "), err, sandbox)
+	}
+	for _, name := range names {
+		g.write(&audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: "policy rm", Name: name,
+			Outcome: "ok", Detail: "sandbox " + sandbox + ", removed with it (sandbox rm)"})
+	}
+	h.log.Info("removed the sandbox's policies with it", "sandbox", sandbox, "policies", names)
+	return names, nil
+}
+
 // applyPolicies checks every sandbox's set of next, saves next and
 // replaces each sandbox's engine's set (clients hear list_changed where
 // their lists change). Called with h.mu held.

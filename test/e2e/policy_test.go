@@ -414,6 +414,18 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		t.Errorf("after policy rm: %v", names)
 	}
 
+	// Removing a sandbox removes its own policies: a new sandbox of the
+	// same name may attach memory again.
+	out = h.mustCLI("", "sandbox", "rm", "dyn")
+	if !strings.Contains(out, "its policies were removed with it: no-attach") {
+		t.Errorf("sandbox rm of a sandbox with a policy of its own:\n%s", out)
+	}
+	if out = h.mustCLI("", "policy", "ls"); strings.Contains(out, "no-memory-here") {
+		t.Errorf("policy ls after sandbox rm:\n%s", out)
+	}
+	h.createSandbox("dyn")
+	h.mustCLI("", "load", "memory", "--sandbox", "dyn")
+
 	// The audit log: admin actions, decisions and approvals; no secret.
 	file := filepath.Join(state, "audit.jsonl")
 	recs := auditRecords(t, file)
@@ -425,6 +437,8 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		{"type": "admin", "action": "policy rm", "name": "no-destructive"},
 		{"type": "admin", "action": "approval", "detail": "allow", "outcome": "ok"},
 		{"type": "admin", "action": "load", "name": "memory", "detail": "sandbox dyn", "outcome": "error"},
+		{"type": "admin", "action": "policy rm", "name": "no-attach", "detail": "sandbox dyn, removed with it (sandbox rm)"},
+		{"type": "admin", "action": "load", "name": "memory", "detail": "sandbox dyn", "outcome": "ok"},
 		{"type": "call", "action": "register", "server": "memory", "decision": "deny", "principal": "dyn"},
 		{"type": "call", "name": "delete_entities", "decision": "deny", "principal": "a"},
 		{"type": "call", "name": "create_entities", "approval": "granted", "outcome": "ok"},
