@@ -38,6 +38,33 @@ type Guard struct {
 	// ApprovalTimeout bounds the wait for an answer; 0: 5 minutes.
 	ApprovalTimeout time.Duration
 	Logger          *slog.Logger
+	// Decisions counts each decision by action and result (the metric
+	// mcp_gateway_policy_decisions_total); nil: not counted.
+	Decisions DecisionCounter
+}
+
+// DecisionCounter counts policy decisions: action is the schema's, result
+// one of ResultPermit, ResultDeny, ResultApprovalGranted,
+// ResultApprovalDenied, ResultApprovalTimeout.
+type DecisionCounter interface {
+	Count(action, result string)
+}
+
+// Results of a decision, as counted.
+const (
+	ResultPermit          = "permit"
+	ResultDeny            = "deny"
+	ResultApprovalGranted = "approval_granted"
+	ResultApprovalDenied  = "approval_denied"
+	ResultApprovalTimeout = "approval_timeout"
+)
+
+// count counts a decision when policies are loaded (without them nothing
+// is decided).
+func (g *Guard) count(set *Set, action, result string) {
+	if g.Decisions != nil && set != nil {
+		g.Decisions.Count(action, result)
+	}
 }
 
 var _ gateway.Guard = (*Guard)(nil)
@@ -143,11 +170,13 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		subject = c.Server + "/" + c.Name
 	}
 	if !d.Allow {
+		g.count(set, req.Action, ResultDeny)
 		rec.Outcome = "denied"
 		g.write(rec)
 		return nil, denied(c.Method, subject, d.Reason(), d)
 	}
 	if d.Approval != "" && c.Refers {
+		g.count(set, req.Action, ResultDeny)
 		// A completion or subscription is not worth a person's time, and
 		// must not tell what only an approved use would.
 		why := "nobody is asked to approve a " + c.Method + "; only a use of it (" + useOf(c.Kind) + ") may be approved"
@@ -158,11 +187,14 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 	if d.Approval != "" {
 		outcome, by, why := g.approve(ctx, c, subject, d)
 		rec.Approval, rec.ApprovedBy = outcome, by
+		g.count(set, req.Action, "approval_"+outcome)
 		if outcome != "granted" {
 			rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
 			g.write(rec)
 			return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
 		}
+	} else {
+		g.count(set, req.Action, ResultPermit)
 	}
 	if g.Audit == nil {
 		return nil, nil

@@ -187,3 +187,56 @@ func TestGuardReferences(t *testing.T) {
 		t.Error("Permits of a use needing approval")
 	}
 }
+
+type counts map[string]int
+
+func (c counts) Count(action, result string) { c[action+" "+result]++ }
+
+// Each decision is counted by action and result: permit, deny, and the
+// three outcomes of an approval; with no policy loaded, nothing.
+func TestGuardCountsDecisions(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-rm") forbid(principal, action, resource == MCP::Tool::"fs/rm");
+@id("ask") @requireApproval("check it") permit(principal, action, resource == MCP::Tool::"fs/write");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts{}
+	g := &Guard{Engine: NewEngine(set), Principal: "default", ApprovalTimeout: 50 * time.Millisecond, Decisions: c}
+	answer := func(reply string) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			if reply == "" {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(reply), nil
+		}
+	}
+	for _, tc := range []struct {
+		kind, name string
+		elicit     func(context.Context, json.RawMessage) (json.RawMessage, error)
+		refers     bool
+	}{
+		{gateway.GuardTool, "rm", nil, false},
+		{gateway.GuardTool, "read", nil, false},
+		{gateway.GuardPrompt, "p", nil, false},
+		{gateway.GuardTool, "write", answer(`{"action":"accept","content":{"approve":true}}`), false},
+		{gateway.GuardTool, "write", answer(`{"action":"decline"}`), false},
+		{gateway.GuardTool, "write", nil, false}, // nobody can be asked
+		{gateway.GuardTool, "write", answer(""), false},
+		{gateway.GuardTool, "write", nil, true}, // a reference to it is not asked for
+	} {
+		_, _ = g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: tc.kind, Server: "fs", Name: tc.name},
+			Method: "tools/call", Elicit: tc.elicit, Refers: tc.refers})
+	}
+	want := counts{"invokeTool deny": 2, "invokeTool permit": 1, "getPrompt permit": 1, "invokeTool approval_granted": 1,
+		"invokeTool approval_denied": 2, "invokeTool approval_timeout": 1}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("counted %v, want %v", c, want)
+	}
+	none := counts{}
+	g = &Guard{Engine: NewEngine(nil), Principal: "default", Decisions: none, Audit: nil}
+	_, _ = g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: "x"}})
+	if len(none) != 0 {
+		t.Errorf("counted %v with no policy", none)
+	}
+}

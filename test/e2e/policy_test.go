@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +170,44 @@ func TestPolicyServe(t *testing.T) {
 		t.Error("no audit record of the reload")
 	}
 	verifyAudit(t, g.auditFile())
+
+	// The decisions are counted in the metrics, by action and result.
+	scraped := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", g.port), g.token)
+	if v := metricLine(scraped, `mcp_gateway_policy_decisions_total{action="invokeTool",result="deny"}`); v != "6" {
+		t.Errorf("invokeTool deny decisions: %q, want 6 (three per era)", v)
+	}
+	if v := metricLine(scraped, `mcp_gateway_policy_decisions_total{action="invokeTool",result="permit"}`); v == "" || v == "0" {
+		t.Errorf("invokeTool permit decisions: %q", v)
+	}
+}
+
+// scrape GETs a /metrics page (with the bearer token when not "").
+func scrape(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// metricLine is the value of a series in a scrape ("" when absent).
+func metricLine(scraped, series string) string {
+	for line := range strings.Lines(scraped) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // verifyAudit checks that `audit verify` passes on the file, then fails on
@@ -304,7 +344,8 @@ func TestPolicyHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := filepath.Join(t.TempDir(), "state")
-	h := startHost(t, state)
+	metricsPort := freePort(t)
+	h := startHost(t, state, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	h.mustCLI("", "server", "add", "memory", "--command", filepath.Join(npmBin, "mcp-server-memory"),
 		"--env", "MEMORY_FILE_PATH=${sandbox_dir}/graph.jsonl")
 	const secretValue = "s3cret-value-never-audited"
@@ -412,6 +453,18 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 	waitListChanged(t, changed, "policy rm")
 	if names := toolNames(ctx, t, ac); !slices.Contains(names, "delete_entities") {
 		t.Errorf("after policy rm: %v", names)
+	}
+
+	// The decisions are counted by sandbox, action and result.
+	scraped := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "")
+	for series, want := range map[string]string{
+		`mcp_gateway_policy_decisions_total{action="invokeTool",result="approval_granted",sandbox="a"}`: "1",
+		`mcp_gateway_policy_decisions_total{action="invokeTool",result="approval_denied",sandbox="a"}`:  "1",
+		`mcp_gateway_policy_decisions_total{action="register",result="deny",sandbox="dyn"}`:             "2",
+	} {
+		if v := metricLine(scraped, series); v != want {
+			t.Errorf("%s = %q, want %s", series, v, want)
+		}
 	}
 
 	// Removing a sandbox removes its own policies: a new sandbox of the
