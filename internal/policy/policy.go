@@ -92,9 +92,8 @@ type Set struct {
 	def      Default
 	approval bool // some permit asks for approval
 	index    index
-	cache    sync.Map // candidates by action and resource: *candidates
-	statics  sync.Map // static results by Request.entityKey: *staticResult
-	staticN  atomic.Int64
+	cache    candidateCache
+	statics  staticCache
 }
 
 // Len is the number of policies.
