@@ -115,7 +115,9 @@ func BenchmarkDecide(b *testing.B) {
 // the tool's annotations read from its definition), as the gateway asks it.
 func BenchmarkAdmit(b *testing.B) {
 	g := &Guard{Engine: NewEngine(hundredPolicies(b)), Principal: "default",
-		Servers: func(name string) Server { return Server{Name: name, Type: "local-stdio", Command: "npx", Args: []string{"-y", "pkg"}} }}
+		Servers: func(name string) Server {
+			return Server{Name: name, Type: "local-stdio", Command: "npx", Args: []string{"-y", "pkg"}}
+		}}
 	c := &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "srv0", Name: "tool0",
 		Def: json.RawMessage(`{"name":"tool0","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`)},
 		Method: "tools/call", Arguments: json.RawMessage(`{"path":"/home/x/file.txt","n":3}`)}
