@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -195,6 +196,62 @@ func BenchmarkDecideSpin(b *testing.B) {
 	for b.Loop() {
 		t := time.Now()
 		spinSink += spin(n)
+		l.add(time.Since(t))
+	}
+	l.report(b)
+}
+
+var allocSink [][]byte
+
+// allocLike allocates what a decision allocates: objects by number and
+// bytes (BenchmarkDecide's allocs/op and B/op), kept until the next call.
+//
+//go:noinline
+func allocLike(objects, bytes int) {
+	if len(allocSink) < objects {
+		allocSink = make([][]byte, objects)
+	}
+	for i := range objects {
+		allocSink[i] = make([]byte, bytes/objects)
+	}
+}
+
+// BenchmarkDecideSpinAlloc is BenchmarkDecideSpin allocating what a
+// decision allocates (26 objects, about 1.2 kB): its p99 against
+// BenchmarkDecide's and BenchmarkDecideSpin's tells how much of a
+// decision's tail is the Go runtime's memory management (garbage
+// collection, returning and faulting pages) under the machine's load,
+// which any work allocating as much would see.
+func BenchmarkDecideSpinAlloc(b *testing.B) {
+	set, req := hundredPolicies(b), decideRequest()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 1000 {
+		set.Decide(req)
+	}
+	runtime.ReadMemStats(&after)
+	objects, bytes := int(after.Mallocs-before.Mallocs)/1000, int(after.TotalAlloc-before.TotalAlloc)/1000
+	median := func(f func()) time.Duration {
+		ds := make([]time.Duration, 2001)
+		for i := range ds {
+			t := time.Now()
+			f()
+			ds[i] = time.Since(t)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	target := median(func() { set.Decide(req) })
+	n := 1000
+	for range 20 {
+		got := median(func() { spinSink += spin(n); allocLike(objects, bytes) })
+		n = max(1, int(float64(n)*float64(target)/float64(got)))
+	}
+	l := new(latencies)
+	for b.Loop() {
+		t := time.Now()
+		spinSink += spin(n)
+		allocLike(objects, bytes)
 		l.add(time.Since(t))
 	}
 	l.report(b)

@@ -36,6 +36,13 @@ func (l policyList) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 	}
 }
 
+// listIter is a PolicyIterator whose iterator is made once.
+type listIter struct {
+	all iter.Seq2[cedar.PolicyID, *cedar.Policy]
+}
+
+func (l listIter) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] { return l.all }
+
 // index files each policy by the actions its scope allows ("" for any)
 // and by what its resource scope names: nothing (any resource, or a type),
 // a server (resource in MCP::Server::"x"), or one entity (resource == ...).
@@ -112,7 +119,8 @@ type candidates struct {
 	// Those that read no context (their results are cached per request's
 	// entities, see static), by effect, and the others.
 	staticForbid, staticPermit, dynamic policyList
-	args                                bool // one of the others may read context.args
+	dynamicAll                          listIter // dynamic's iterator, made once
+	args                                bool     // one of the others may read context.args
 }
 
 // candidates returns the policies that may match a request.
@@ -152,6 +160,7 @@ func (s *Set) candidates(action string, resource cedar.EntityUID, server string)
 			c.args = c.args || e.args
 		}
 	}
+	c.dynamicAll = listIter{c.dynamic.All()}
 	s.cache.mu.Lock()
 	if s.cache.m == nil {
 		s.cache.m = map[candidateKey]*candidates{}
