@@ -130,7 +130,7 @@ func (r *Request) cedarRequest(sc *scratch, principal, resource cedar.EntityUID,
 	}
 	ctx["request_time"] = cedar.NewDatetime(t)
 	if r.Args != nil && withArgs {
-		if v, ok := jsonToCedarWith(sc, r.Args); ok {
+		if v, ok := jsonToCedar(sc, r.Args); ok {
 			ctx["args"] = v
 		} else {
 			ctx["args"] = cedar.NewRecord(nil)
@@ -236,12 +236,8 @@ func (r *Request) serverEntity() cedar.Entity {
 // integers to Long, other numbers to decimal (or, beyond its range, a
 // string), null members left out. It parses the bytes directly: arguments
 // are converted on every call that a policy reading them decides.
-func jsonToCedar(raw json.RawMessage) (cedar.Value, bool) {
-	return jsonToCedarWith(nil, raw)
-}
-
-// jsonToCedarWith is jsonToCedar building records in sc's maps (nil: new ones).
-func jsonToCedarWith(sc *scratch, raw json.RawMessage) (cedar.Value, bool) {
+// Records are built in sc's maps (nil: new ones).
+func jsonToCedar(sc *scratch, raw json.RawMessage) (cedar.Value, bool) {
 	p := &jsonParser{b: raw, sc: sc}
 	v, ok := p.value(0)
 	p.space()
