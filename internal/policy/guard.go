@@ -147,51 +147,35 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 	}
 	req.Args, req.Time = args, began
 	d := set.Decide(req)
-	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
-		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
-	if set != nil {
-		rec.Decision = "deny"
-		if d.Allow {
-			rec.Decision = "allow"
-		}
-	}
-	if g.Audit != nil && c.Arguments != nil {
-		if g.Audit.Arguments() {
-			rec.Args = c.Arguments
-		} else {
-			rec.ArgsSHA256 = audit.HashArguments(c.Arguments)
-		}
+	var rec *audit.Record // nil when not audited: a decision builds no record for nothing
+	if g.Audit != nil {
+		rec = g.record(c, req, set, d)
 	}
 	for _, e := range d.Errors {
 		g.logger().Warn("a policy could not be evaluated and was skipped", "err", e, "server", c.Server, "name", c.Name)
 	}
-	subject := c.Name
-	if c.Server != "" && c.Kind != gateway.GuardResource && c.Kind != gateway.GuardTemplate {
-		subject = c.Server + "/" + c.Name
-	}
 	if !d.Allow {
 		g.count(set, req.Action, ResultDeny)
-		rec.Outcome = "denied"
-		g.write(rec)
-		return nil, denied(c.Method, subject, d.Reason(), d)
+		g.writeDenied(rec, "")
+		return nil, denied(c.Method, subjectOf(c), d.Reason(), d)
 	}
 	if d.Approval != "" && c.Refers {
 		g.count(set, req.Action, ResultDeny)
 		// A completion or subscription is not worth a person's time, and
 		// must not tell what only an approved use would.
 		why := "nobody is asked to approve a " + c.Method + "; only a use of it (" + useOf(c.Kind) + ") may be approved"
-		rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
-		g.write(rec)
-		return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
+		g.writeDenied(rec, why)
+		return nil, denied(c.Method, subjectOf(c), d.Reason()+"; "+why, d)
 	}
 	if d.Approval != "" {
-		outcome, by, why := g.approve(ctx, c, subject, d)
-		rec.Approval, rec.ApprovedBy = outcome, by
+		outcome, by, why := g.approve(ctx, c, subjectOf(c), d)
+		if rec != nil {
+			rec.Approval, rec.ApprovedBy = outcome, by
+		}
 		g.count(set, req.Action, "approval_"+outcome)
 		if outcome != "granted" {
-			rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
-			g.write(rec)
-			return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
+			g.writeDenied(rec, why)
+			return nil, denied(c.Method, subjectOf(c), d.Reason()+"; "+why, d)
 		}
 	} else {
 		g.count(set, req.Action, ResultPermit)
@@ -216,6 +200,46 @@ func useOf(kind string) string {
 		return "prompts/get"
 	}
 	return "resources/read"
+}
+
+// record is the audit record of a decided call.
+func (g *Guard) record(c *gateway.GuardCall, req *Request, set *Set, d Decision) *audit.Record {
+	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
+		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
+	if set != nil {
+		rec.Decision = "deny"
+		if d.Allow {
+			rec.Decision = "allow"
+		}
+	}
+	if c.Arguments != nil {
+		if g.Audit.Arguments() {
+			rec.Args = c.Arguments
+		} else {
+			rec.ArgsSHA256 = audit.HashArguments(c.Arguments)
+		}
+	}
+	return rec
+}
+
+// writeDenied writes the record of a refused call (nil: not audited).
+func (g *Guard) writeDenied(rec *audit.Record, why string) {
+	if rec == nil {
+		return
+	}
+	rec.Decision, rec.Outcome = "deny", "denied"
+	if why != "" {
+		rec.Detail = why
+	}
+	g.write(rec)
+}
+
+// subjectOf names a call's item in messages: server/name, or a resource's URI.
+func subjectOf(c *gateway.GuardCall) string {
+	if c.Server != "" && c.Kind != gateway.GuardResource && c.Kind != gateway.GuardTemplate {
+		return c.Server + "/" + c.Name
+	}
+	return c.Name
 }
 
 func denied(method, subject, why string, d Decision) *wire.Error {
