@@ -675,10 +675,11 @@ func (h *Host) RemoveSandboxReport(name string) (*SandboxRemoval, error) {
 	sb.gw.Close()
 	sb.forgetMetrics()
 	err := sb.gw.Router.Close()
-	// Its servers' files and its policies go with it: a sandbox of the same name starts afresh.
+	// Its servers' files go with it: a sandbox of the same name starts afresh.
 	if rmErr := os.RemoveAll(filepath.Join(h.opts.Dir, SandboxesDir, name)); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("removing the sandbox's directory: %w", rmErr))
 	}
+	// So do its policies.
 	policies, polErr := h.removeSandboxPolicies(name)
 	return &SandboxRemoval{Name: name, Policies: policies}, errors.Join(err, polErr)
 }
