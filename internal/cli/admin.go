@@ -454,10 +454,14 @@ servers. Prints the endpoint, the token (shown once) and a client configuration.
 				if err != nil {
 					return err
 				}
-				if err := c.Do(ctx, http.MethodDelete, "/v1/sandboxes/"+url.PathEscape(name), nil, nil); err != nil {
+				var res host.SandboxRemoval
+				if err := c.Do(ctx, http.MethodDelete, "/v1/sandboxes/"+url.PathEscape(name), nil, &res); err != nil {
 					return err
 				}
 				fmt.Fprintf(stdout, "sandbox %q removed; its token is revoked\n", name)
+				if len(res.Policies) > 0 {
+					fmt.Fprintf(stdout, "its policies were removed with it: %s\n", strings.Join(res.Policies, ", "))
+				}
 				return nil
 			},
 		},

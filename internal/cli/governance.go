@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -234,4 +235,15 @@ func (f *governanceFlags) hostOptions() (host.GovernanceOptions, error) {
 	}
 	return host.GovernanceOptions{Default: def, AuditFile: f.auditFile, AuditArguments: f.auditArguments,
 		AuditMaxBytes: f.auditMaxBytes, ApprovalTimeout: f.approvalTimeout}, nil
+}
+
+// countDecisions makes the gateway's policy guard count its decisions in
+// the metrics (mcp_gateway_policy_decisions_total), when both exist.
+func countDecisions(gw *gateway.Gateway, tel *telemetry.Telemetry) {
+	pg, ok := gw.Guard.(*policy.Guard)
+	if !ok || tel == nil || tel.Metrics == nil {
+		return
+	}
+	d, _ := tel.Metrics.PolicyDecisions("")
+	pg.Decisions = d
 }

@@ -275,6 +275,7 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	}
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
+	countDecisions(gw, tel)
 	// The listener is set up while the servers start, on the side: a
 	// failure to listen cancels their start.
 	startCtx, cancelStart := context.WithCancel(ctx)

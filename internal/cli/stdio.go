@@ -71,6 +71,7 @@ the process talks to it.`, stderr)
 	}
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
+	countDecisions(gw, tel)
 	if tel.Metrics != nil {
 		tel.Metrics.WatchServers(gw.Router.Status) // served by --metrics-listen only
 	}

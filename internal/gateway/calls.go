@@ -509,6 +509,16 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 	if srv == nil {
 		return errorReply(s.resourceNotFound(uri))
 	}
+	if m == nil {
+		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-subscribe-") + `"`), Method: "resources/subscribe", Params: params}
+	}
+	// Decided like resources/read of the resource (see guardedRef).
+	return s.guardedRef(ctx, m, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, nil, func() Reply {
+		return g.subscribeAdmitted(ctx, s, srv, uri, params, m, stream)
+	})
+}
+
+func (g *Gateway) subscribeAdmitted(ctx context.Context, s *Session, srv *server, uri string, params json.RawMessage, m *wire.Message, stream Stream) Reply {
 	g.mu.Lock()
 	first := len(g.subs[uri]) == 0
 	if g.subs[uri] == nil {
@@ -524,9 +534,6 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 	s.mu.Unlock()
 	if !first {
 		return emptyResult
-	}
-	if m == nil {
-		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-subscribe-") + `"`), Method: "resources/subscribe", Params: params}
 	}
 	reply := s.forwardLegacy(ctx, m, stream, srv, params)
 	if reply.Error != nil {

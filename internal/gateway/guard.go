@@ -51,6 +51,11 @@ type GuardCall struct {
 	// Elicit asks the client a form elicitation (elicitation/create's
 	// params) and returns its result; nil when the client cannot be asked.
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Refers marks a request that refers to the item without using it
+	// (completion/complete, resources/subscribe): it is decided like a use
+	// of the item, so the client learns nothing it could not read, but
+	// nobody is asked: a decision needing approval refuses it.
+	Refers bool
 }
 
 // guardedView is a view filtered by the guard, for one base view and
@@ -166,6 +171,79 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	reply := run(ctx, stream)
 	if done != nil {
 		done(reply)
+	}
+	return reply
+}
+
+// guardedRef runs a request that refers to an item (a completion of a
+// prompt's argument or a resource template's, a subscription to a
+// resource) through the guard, decided like a use of the item (Refers):
+// refused, or run and reported. args are the arguments known so far.
+func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem, args json.RawMessage, run func() Reply) Reply {
+	guard := s.gw.Guard
+	if guard == nil {
+		return run()
+	}
+	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Modern: s.modern, Refers: true}
+	done, werr := guard.Admit(ctx, c)
+	if werr != nil {
+		return s.denied(ctx, m, gi, werr)
+	}
+	reply := run()
+	if done != nil {
+		done(reply)
+	}
+	return reply
+}
+
+// guardedCompletion runs a completion/complete of a prompt's argument or
+// a resource template's through the guard (see guardedRef), deciding it
+// with the arguments known so far: its context's resolved arguments and
+// the value being completed. When the guard can decide quietly (Permits),
+// each value the server proposes is decided the same way and the values a
+// use with them would be denied are left out: a client must not learn
+// through completions a value it could not use.
+func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, gi GuardItem, run func() Reply) Reply {
+	if s.gw.Guard == nil {
+		return run()
+	}
+	args := map[string]any{}
+	if raw := wire.Get(wire.Get(m.Params, "context"), "arguments"); raw != nil {
+		_ = json.Unmarshal(raw, &args)
+	}
+	name, _ := wire.GetString(wire.Get(m.Params, "argument"), "name")
+	value, _ := wire.GetString(wire.Get(m.Params, "argument"), "value")
+	args[name] = value
+	b, _ := json.Marshal(args)
+	reply := s.guardedRef(ctx, m, gi, b, run)
+	q, ok := s.gw.Guard.(interface{ Permits(c *GuardCall) bool })
+	if reply.Result == nil || !ok {
+		return reply
+	}
+	comp := wire.Get(reply.Result, "completion")
+	var values []string
+	if err := json.Unmarshal(wire.Get(comp, "values"), &values); err != nil || len(values) == 0 {
+		return reply
+	}
+	kept := values[:0:0]
+	for _, v := range values {
+		args[name] = v
+		b, _ := json.Marshal(args)
+		if q.Permits(&GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Modern: s.modern, Refers: true}) {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) == len(values) {
+		return reply
+	}
+	vb, _ := json.Marshal(kept)
+	comp, err := wire.Set(comp, "values", vb)
+	if err == nil {
+		comp, _ = wire.Delete(comp, "total") // the server's count includes what is hidden
+		reply.Result, err = wire.Set(reply.Result, "completion", comp)
+	}
+	if err != nil {
+		return errorReply(wire.Errorf(wire.CodeInternalError, "filtering the completion's values: %v", err))
 	}
 	return reply
 }

@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -153,5 +155,87 @@ func TestGuardDenialObserved(t *testing.T) {
 	}
 	if c, e := o.starts[0], o.ends[0]; c.Server != "b" || c.Name != "echo" || !e.Denied || e.Reply.Error == nil || len(b.requests()) != 0 {
 		t.Errorf("observed %+v ending %+v; b saw %v", c, e, b.requests())
+	}
+}
+
+// A completion of a prompt's argument or a resource's, and a subscription
+// to a resource, are decided like prompts/get and resources/read of the
+// item: refused without reaching the server when the item is denied, so a
+// client learns nothing through them it could not read.
+func TestGuardDecidesCompletionsAndSubscriptions(t *testing.T) {
+	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}, prompts: []string{"greet"}}
+	g := gatewayWith(t, RouterOptions{}, a)
+	guard := &denyGuard{}
+	guard.set("prompt:a/greet", "resource:a/mem://a")
+	g.Guard = guard
+	s := sessionWith(t, g, `{}`)
+	refused := []struct{ method, params string }{
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":"b"},"context":{"arguments":{"lang":"en"}}}`},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"mem://a"},"argument":{"name":"id","value":"1"}}`},
+		{"resources/subscribe", `{"uri":"mem://a"}`},
+	}
+	for i, r := range refused {
+		reply := s.Handle(context.Background(), msg(fmt.Sprint(i+1), r.method, r.params), nil)
+		if reply.Error == nil || !strings.Contains(string(reply.Error), "denied by test policy") {
+			t.Errorf("%s %s: %s %s, want the guard's refusal", r.method, r.params, reply.Result, reply.Error)
+		}
+	}
+	// subscriptions/listen's subscriptions take the same path.
+	if reply := g.subscribe(context.Background(), s, json.RawMessage(`{"uri":"mem://a"}`), nil, nil); reply.Error == nil {
+		t.Error("a listen subscription to a denied resource was accepted")
+	}
+	if got := a.requests(); len(got) != 0 {
+		t.Fatalf("the server saw %v though every request was denied", got)
+	}
+	var asked []string
+	for _, c := range guard.admitted {
+		if !c.Refers {
+			t.Errorf("%s was decided as a use, not a reference (approval could be asked)", c.Method)
+		}
+		asked = append(asked, c.Method+" "+c.Kind+":"+c.Server+"/"+c.Name+" "+string(c.Arguments))
+	}
+	want := []string{
+		`completion/complete prompt:a/greet {"lang":"en","who":"b"}`,
+		`completion/complete resource:a/mem://a {"id":"1"}`,
+		`resources/subscribe resource:a/mem://a `,
+		`resources/subscribe resource:a/mem://a `,
+	}
+	if !slices.Equal(asked, want) {
+		t.Errorf("the guard was asked\n%s\nwant\n%s", strings.Join(asked, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Permitted, they reach the server and are reported.
+	guard.set()
+	for i, r := range refused {
+		if reply := s.Handle(context.Background(), msg(fmt.Sprint(i+10), r.method, r.params), nil); reply.Error != nil {
+			t.Errorf("%s permitted: %s", r.method, reply.Error)
+		}
+	}
+	if got := len(a.requests()); got != 3 || len(guard.outcomes) != 3 {
+		t.Errorf("permitted: the server saw %d requests, %d reported, want 3 and 3", got, len(guard.outcomes))
+	}
+}
+
+// quietGuard is a denyGuard that also decides quietly: a use with an
+// argument value starting "secret" is denied.
+type quietGuard struct{ denyGuard }
+
+func (q *quietGuard) Permits(c *GuardCall) bool {
+	return !strings.Contains(string(c.Arguments), `"secret`)
+}
+
+// The values a completion proposes that a use would be denied with are
+// left out, and its total (which counted them) dropped.
+func TestGuardFiltersCompletionValues(t *testing.T) {
+	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}, prompts: []string{"greet"},
+		handle: func(context.Context, string, json.RawMessage) (*upstream.Response, error) {
+			return &upstream.Response{Result: json.RawMessage(`{"completion":{"values":["bob","secret-plan","sec"],"total":3,"hasMore":false}}`)}, nil
+		}}
+	g := gatewayWith(t, RouterOptions{}, a)
+	g.Guard = &quietGuard{}
+	s := sessionWith(t, g, `{}`)
+	reply := s.Handle(context.Background(), msg("1", "completion/complete", `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":""}}`), nil)
+	if string(reply.Result) != `{"completion":{"values":["bob","sec"],"hasMore":false}}` {
+		t.Fatalf("completion: %s %s", reply.Result, reply.Error)
 	}
 }

@@ -358,14 +358,22 @@ func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) 
 				return errorReply(wire.Errorf(wire.CodeInvalidParams, "completion/complete params: %v", err))
 			}
 		}
-		return s.forward(ctx, m, stream, it.server, params)
+		// Decided like prompts/get of the prompt, with the arguments known so far.
+		return s.guardedCompletion(ctx, m, guardItem(kindPrompts, it), func() Reply {
+			return s.forward(ctx, m, stream, it.server, params)
+		})
 	case "ref/resource":
 		uri, _ := wire.GetString(ref, "uri")
+		// Decided like resources/read of the template (or resource).
 		if it := r.view(kindTemplates).byKey[uri]; it != nil {
-			return s.forward(ctx, m, stream, it.server, m.Params)
+			return s.guardedCompletion(ctx, m, guardItem(kindTemplates, it), func() Reply {
+				return s.forward(ctx, m, stream, it.server, m.Params)
+			})
 		}
 		if srv := r.resourceServer(uri); srv != nil {
-			return s.forward(ctx, m, stream, srv, m.Params)
+			return s.guardedCompletion(ctx, m, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func() Reply {
+				return s.forward(ctx, m, stream, srv, m.Params)
+			})
 		}
 		return errorReply(s.resourceNotFound(uri))
 	}

@@ -654,16 +654,32 @@ func (h *Host) Sandboxes() []SandboxSummary {
 // RemoveSandbox revokes a sandbox's token at once, ends its sessions and
 // stops its servers.
 func (h *Host) RemoveSandbox(name string) error {
+	_, err := h.RemoveSandboxReport(name)
+	return err
+}
+
+// SandboxRemoval says what went with a removed sandbox.
+type SandboxRemoval struct {
+	Name string `json:"name"`
+	// Policies are the names of the policy documents stored for it alone,
+	// removed with it (a new sandbox of the same name starts with the
+	// global policies only).
+	Policies []string `json:"policies,omitempty"`
+}
+
+// RemoveSandboxReport removes a sandbox, and its own stored policies with
+// it, and says which policies went.
+func (h *Host) RemoveSandboxReport(name string) (*SandboxRemoval, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rec := h.state.Sandboxes[name]
 	if rec == nil {
-		return h.unknownSandbox(name)
+		return nil, h.unknownSandbox(name)
 	}
 	delete(h.state.Sandboxes, name)
 	if err := h.save(); err != nil {
 		h.state.Sandboxes[name] = rec
-		return err
+		return nil, err
 	}
 	sb := h.sandboxes[name]
 	delete(h.sandboxes, name)
@@ -679,7 +695,9 @@ func (h *Host) RemoveSandbox(name string) error {
 	if rmErr := os.RemoveAll(filepath.Join(h.opts.Dir, SandboxesDir, name)); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("removing the sandbox's directory: %w", rmErr))
 	}
-	return err
+	// So do its policies.
+	policies, polErr := h.removeSandboxPolicies(name)
+	return &SandboxRemoval{Name: name, Policies: policies}, errors.Join(err, polErr)
 }
 
 // LoadResult answers a load: the tools the server brought, as exposed.

@@ -125,7 +125,7 @@ func (h *Host) ControlHandler() http.Handler {
 		answer(w, func() (any, error) { return h.Sandboxes(), nil })
 	})
 	mux.HandleFunc("DELETE /v1/sandboxes/{name}", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, func() (any, error) { return struct{}{}, h.RemoveSandbox(r.PathValue("name")) })
+		answer(w, func() (any, error) { return h.RemoveSandboxReport(r.PathValue("name")) })
 	})
 	mux.HandleFunc("POST /v1/sandboxes/{name}/servers/{server}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) { return h.Load(r.Context(), r.PathValue("server"), r.PathValue("name")) })

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // GovernanceOptions configure the host's policies, approvals and audit log.
@@ -91,15 +92,18 @@ type governance struct {
 	path     string
 	policies []StoredPolicy
 	engines  map[string]*policy.Engine // by sandbox
-	queue    *policy.Queue
-	audit    *audit.Log
-	log      *slog.Logger
-	servers  atomic.Pointer[map[string]policy.Server]
+	// decisions count each sandbox's decisions (nil without metrics), with
+	// the function removing its series.
+	decisions map[string]sandboxDecisions
+	queue     *policy.Queue
+	audit     *audit.Log
+	log       *slog.Logger
+	servers   atomic.Pointer[map[string]policy.Server]
 }
 
 // openGovernance reads the policy store and opens the audit log.
 func openGovernance(dir string, opts GovernanceOptions, log *slog.Logger) (*governance, error) {
-	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, queue: &policy.Queue{}, log: log}
+	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, decisions: map[string]sandboxDecisions{}, queue: &policy.Queue{}, log: log}
 	g.servers.Store(&map[string]policy.Server{})
 	b, err := os.ReadFile(g.path)
 	switch {
@@ -167,8 +171,26 @@ func (h *Host) guardFor(sb *sandbox) *policy.Guard {
 	e := policy.NewEngine(set)
 	e.OnChange(sb.gw.GuardChanged)
 	g.engines[sb.name] = e
-	return &policy.Guard{Engine: e, Principal: sb.name, Sandbox: true, Servers: h.policyServer,
+	guard := &policy.Guard{Engine: e, Principal: sb.name, Sandbox: true, Servers: h.policyServer,
 		Audit: g.audit, Approvals: g.queue, ApprovalTimeout: g.opts.ApprovalTimeout, Logger: h.log}
+	if h.opts.Telemetry != nil && h.opts.Telemetry.Metrics != nil {
+		d, forget := h.opts.Telemetry.Metrics.PolicyDecisions(sb.name)
+		g.decisions[sb.name] = sandboxDecisions{d, forget}
+		guard.Decisions = d
+	}
+	return guard
+}
+
+type sandboxDecisions struct {
+	*telemetry.PolicyDecisions
+	forget func()
+}
+
+// countRegister counts a register decision of a sandbox.
+func (g *governance) countRegister(sandbox, result string) {
+	if d, ok := g.decisions[sandbox]; ok {
+		d.Count(policy.ActionRegister, result)
+	}
 }
 
 // policyServer describes a registered server to the policies, from a
@@ -241,6 +263,39 @@ func (h *Host) RemovePolicy(name, sandbox string) error {
 		return fmt.Errorf("no %s policy named %q (run `mcp-gateway policy ls`)", scope, name)
 	}
 	return h.applyPolicies(next)
+}
+
+// removeSandboxPolicies forgets a removed sandbox's engine and removes the
+// policy documents stored for it alone, each audited as a policy rm, and
+// returns their names. Called with h.mu held, the sandbox already gone.
+func (h *Host) removeSandboxPolicies(sandbox string) ([]string, error) {
+	g := h.gov
+	delete(g.engines, sandbox)
+	if d, ok := g.decisions[sandbox]; ok {
+		d.forget()
+		delete(g.decisions, sandbox)
+	}
+	var names []string
+	next := slices.DeleteFunc(slices.Clone(g.policies), func(p StoredPolicy) bool {
+		if p.Sandbox == sandbox {
+			names = append(names, p.Name)
+			return true
+		}
+		return false
+	})
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if err := h.applyPolicies(next); err != nil {
+		return nil, fmt.Errorf("the sandbox is removed but its policies (%s) stay stored and would apply to a new sandbox of that name: %w; remove them with `mcp-gateway policy rm NAME --sandbox %s`",
+			strings.Join(names, ", "), err, sandbox)
+	}
+	for _, name := range names {
+		g.write(&audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: "policy rm", Name: name,
+			Outcome: "ok", Detail: "sandbox " + sandbox + ", removed with it (sandbox rm)"})
+	}
+	h.log.Info("removed the sandbox's policies with it", "sandbox", sandbox, "policies", names)
+	return names, nil
 }
 
 // applyPolicies checks every sandbox's set of next, saves next and
@@ -364,10 +419,12 @@ func (h *Host) checkRegister(sandboxName, server string) error {
 		Server: serverForPolicy(server, h.state.Servers[server]), Time: time.Now()})
 	rec := &audit.Record{Type: "call", Principal: sandboxName, Action: policy.ActionRegister, Server: server, Policies: d.Policies, Decision: "allow"}
 	if !d.Allow {
+		h.gov.countRegister(sandboxName, policy.ResultDeny)
 		rec.Decision, rec.Outcome = "deny", "denied"
 		h.gov.write(rec)
 		return fmt.Errorf("mcp-gateway policy: attaching mcp server %q to sandbox %q is denied: %s", server, sandboxName, d.Reason())
 	}
+	h.gov.countRegister(sandboxName, policy.ResultPermit)
 	h.gov.write(rec)
 	return nil
 }

@@ -38,6 +38,33 @@ type Guard struct {
 	// ApprovalTimeout bounds the wait for an answer; 0: 5 minutes.
 	ApprovalTimeout time.Duration
 	Logger          *slog.Logger
+	// Decisions counts each decision by action and result (the metric
+	// mcp_gateway_policy_decisions_total); nil: not counted.
+	Decisions DecisionCounter
+}
+
+// DecisionCounter counts policy decisions: action is the schema's, result
+// one of ResultPermit, ResultDeny, ResultApprovalGranted,
+// ResultApprovalDenied, ResultApprovalTimeout.
+type DecisionCounter interface {
+	Count(action, result string)
+}
+
+// Results of a decision, as counted.
+const (
+	ResultPermit          = "permit"
+	ResultDeny            = "deny"
+	ResultApprovalGranted = "approval_granted"
+	ResultApprovalDenied  = "approval_denied"
+	ResultApprovalTimeout = "approval_timeout"
+)
+
+// count counts a decision when policies are loaded (without them nothing
+// is decided).
+func (g *Guard) count(set *Set, action, result string) {
+	if g.Decisions != nil && set != nil {
+		g.Decisions.Count(action, result)
+	}
 }
 
 var _ gateway.Guard = (*Guard)(nil)
@@ -87,6 +114,24 @@ func (g *Guard) Visible(it gateway.GuardItem) bool {
 	return set.Visible(g.request(it))
 }
 
+// Permits decides a request quietly (no audit record, nobody asked): a
+// use of the item with these arguments would be allowed without approval.
+// The gateway uses it to drop from a completion the values the client
+// could not use.
+func (g *Guard) Permits(c *gateway.GuardCall) bool {
+	set := g.Engine.Current()
+	if set == nil {
+		return true
+	}
+	req := g.request(c.GuardItem)
+	req.Args, req.Time = c.Arguments, time.Now()
+	if req.Args == nil {
+		req.Args = json.RawMessage(`{}`)
+	}
+	d := set.Decide(req)
+	return d.Allow && d.Approval == ""
+}
+
 // Admit decides a call: refused with an error naming the policy, held for
 // approval, or let through; every outcome is audited.
 func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.Reply), *wire.Error) {
@@ -102,41 +147,38 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 	}
 	req.Args, req.Time = args, began
 	d := set.Decide(req)
-	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
-		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
-	if set != nil {
-		rec.Decision = "deny"
-		if d.Allow {
-			rec.Decision = "allow"
-		}
-	}
-	if g.Audit != nil && c.Arguments != nil {
-		if g.Audit.Arguments() {
-			rec.Args = c.Arguments
-		} else {
-			rec.ArgsSHA256 = audit.HashArguments(c.Arguments)
-		}
+	var rec *audit.Record // nil when not audited: a decision builds no record for nothing
+	if g.Audit != nil {
+		rec = g.record(c, req, set, d)
 	}
 	for _, e := range d.Errors {
 		g.logger().Warn("a policy could not be evaluated and was skipped", "err", e, "server", c.Server, "name", c.Name)
 	}
-	subject := c.Name
-	if c.Server != "" && c.Kind != gateway.GuardResource {
-		subject = c.Server + "/" + c.Name
-	}
 	if !d.Allow {
-		rec.Outcome = "denied"
-		g.write(rec)
-		return nil, denied(c.Method, subject, d.Reason(), d)
+		g.count(set, req.Action, ResultDeny)
+		g.writeDenied(rec, "")
+		return nil, denied(c.Method, subjectOf(c), d.Reason(), d)
+	}
+	if d.Approval != "" && c.Refers {
+		g.count(set, req.Action, ResultDeny)
+		// A completion or subscription is not worth a person's time, and
+		// must not tell what only an approved use would.
+		why := "nobody is asked to approve a " + c.Method + "; only a use of it (" + useOf(c.Kind) + ") may be approved"
+		g.writeDenied(rec, why)
+		return nil, denied(c.Method, subjectOf(c), d.Reason()+"; "+why, d)
 	}
 	if d.Approval != "" {
-		outcome, by, why := g.approve(ctx, c, subject, d)
-		rec.Approval, rec.ApprovedBy = outcome, by
-		if outcome != "granted" {
-			rec.Decision, rec.Outcome, rec.Detail = "deny", "denied", why
-			g.write(rec)
-			return nil, denied(c.Method, subject, d.Reason()+"; "+why, d)
+		outcome, by, why := g.approve(ctx, c, subjectOf(c), d)
+		if rec != nil {
+			rec.Approval, rec.ApprovedBy = outcome, by
 		}
+		g.count(set, req.Action, "approval_"+outcome)
+		if outcome != "granted" {
+			g.writeDenied(rec, why)
+			return nil, denied(c.Method, subjectOf(c), d.Reason()+"; "+why, d)
+		}
+	} else {
+		g.count(set, req.Action, ResultPermit)
 	}
 	if g.Audit == nil {
 		return nil, nil
@@ -147,6 +189,57 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		rec.Outcome, rec.ErrorClass = outcome(reply)
 		g.write(rec)
 	}, nil
+}
+
+// useOf names the method that uses an item of a kind.
+func useOf(kind string) string {
+	switch kind {
+	case gateway.GuardTool, gateway.GuardBuiltin:
+		return "tools/call"
+	case gateway.GuardPrompt:
+		return "prompts/get"
+	}
+	return "resources/read"
+}
+
+// record is the audit record of a decided call.
+func (g *Guard) record(c *gateway.GuardCall, req *Request, set *Set, d Decision) *audit.Record {
+	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
+		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
+	if set != nil {
+		rec.Decision = "deny"
+		if d.Allow {
+			rec.Decision = "allow"
+		}
+	}
+	if c.Arguments != nil {
+		if g.Audit.Arguments() {
+			rec.Args = c.Arguments
+		} else {
+			rec.ArgsSHA256 = audit.HashArguments(c.Arguments)
+		}
+	}
+	return rec
+}
+
+// writeDenied writes the record of a refused call (nil: not audited).
+func (g *Guard) writeDenied(rec *audit.Record, why string) {
+	if rec == nil {
+		return
+	}
+	rec.Decision, rec.Outcome = "deny", "denied"
+	if why != "" {
+		rec.Detail = why
+	}
+	g.write(rec)
+}
+
+// subjectOf names a call's item in messages: server/name, or a resource's URI.
+func subjectOf(c *gateway.GuardCall) string {
+	if c.Server != "" && c.Kind != gateway.GuardResource && c.Kind != gateway.GuardTemplate {
+		return c.Server + "/" + c.Name
+	}
+	return c.Name
 }
 
 func denied(method, subject, why string, d Decision) *wire.Error {

@@ -132,3 +132,111 @@ func TestServerFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// A completion or subscription (Refers) is decided like the use of its
+// item: denied by the same forbid (an argument rule seeing the arguments
+// known so far), and refused, nobody asked, when the use needs approval.
+func TestGuardReferences(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-secret") forbid(principal, action == MCP::Action::"getPrompt", resource == MCP::Prompt::"s/greet")
+  when { context.args has who && context.args.who like "secret*" };
+@id("no-tmpl") forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"file:///{path}");
+@id("ask") @requireApproval("check it") permit(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"mem://x");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(set), Principal: "default"}
+	asked := false
+	elicit := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		asked = true
+		return json.RawMessage(`{"action":"accept","content":{"approve":true}}`), nil
+	}
+	for _, tc := range []struct {
+		method string
+		item   gateway.GuardItem
+		args   string
+		want   string // "" allowed, else in the error
+	}{
+		{"completion/complete", gateway.GuardItem{Kind: gateway.GuardPrompt, Server: "s", Name: "greet"}, `{"who":"secret-x"}`, `forbidden by policy "no-secret"`},
+		{"completion/complete", gateway.GuardItem{Kind: gateway.GuardPrompt, Server: "s", Name: "greet"}, `{"who":"secr"}`, ""}, // its values are filtered (Permits)
+		{"completion/complete", gateway.GuardItem{Kind: gateway.GuardPrompt, Server: "s", Name: "greet"}, `{"who":"bo"}`, ""},
+		{"completion/complete", gateway.GuardItem{Kind: gateway.GuardTemplate, Server: "s", Name: "file:///{path}"}, `{"path":"a"}`, `completion/complete of file:///{path} is denied: forbidden by policy "no-tmpl"`},
+		{"resources/subscribe", gateway.GuardItem{Kind: gateway.GuardResource, Server: "s", Name: "mem://x"}, ``, `nobody is asked to approve a resources/subscribe`},
+		{"resources/subscribe", gateway.GuardItem{Kind: gateway.GuardResource, Server: "s", Name: "mem://y"}, ``, ""},
+	} {
+		c := &gateway.GuardCall{GuardItem: tc.item, Method: tc.method, Refers: true, Elicit: elicit}
+		if tc.args != "" {
+			c.Arguments = json.RawMessage(tc.args)
+		}
+		_, werr := g.Admit(context.Background(), c)
+		switch {
+		case tc.want == "" && werr != nil:
+			t.Errorf("%s %s %s: %s", tc.method, tc.item.Name, tc.args, werr.Message)
+		case tc.want != "" && (werr == nil || !strings.Contains(werr.Message, tc.want)):
+			t.Errorf("%s %s %s: %v, want %q", tc.method, tc.item.Name, tc.args, werr, tc.want)
+		}
+	}
+	if asked {
+		t.Error("a person was asked to approve a subscription")
+	}
+	for args, want := range map[string]bool{`{"who":"secret-plan"}`: false, `{"who":"bob"}`: true} {
+		if got := g.Permits(&gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardPrompt, Server: "s", Name: "greet"}, Arguments: json.RawMessage(args)}); got != want {
+			t.Errorf("Permits %s: %v", args, got)
+		}
+	}
+	if g.Permits(&gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardResource, Server: "s", Name: "mem://x"}}) {
+		t.Error("Permits of a use needing approval")
+	}
+}
+
+type counts map[string]int
+
+func (c counts) Count(action, result string) { c[action+" "+result]++ }
+
+// Each decision is counted by action and result: permit, deny, and the
+// three outcomes of an approval; with no policy loaded, nothing.
+func TestGuardCountsDecisions(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-rm") forbid(principal, action, resource == MCP::Tool::"fs/rm");
+@id("ask") @requireApproval("check it") permit(principal, action, resource == MCP::Tool::"fs/write");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts{}
+	g := &Guard{Engine: NewEngine(set), Principal: "default", ApprovalTimeout: 50 * time.Millisecond, Decisions: c}
+	answer := func(reply string) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			if reply == "" {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(reply), nil
+		}
+	}
+	for _, tc := range []struct {
+		kind, name string
+		elicit     func(context.Context, json.RawMessage) (json.RawMessage, error)
+		refers     bool
+	}{
+		{gateway.GuardTool, "rm", nil, false},
+		{gateway.GuardTool, "read", nil, false},
+		{gateway.GuardPrompt, "p", nil, false},
+		{gateway.GuardTool, "write", answer(`{"action":"accept","content":{"approve":true}}`), false},
+		{gateway.GuardTool, "write", answer(`{"action":"decline"}`), false},
+		{gateway.GuardTool, "write", nil, false}, // nobody can be asked
+		{gateway.GuardTool, "write", answer(""), false},
+		{gateway.GuardTool, "write", nil, true}, // a reference to it is not asked for
+	} {
+		_, _ = g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: tc.kind, Server: "fs", Name: tc.name},
+			Method: "tools/call", Elicit: tc.elicit, Refers: tc.refers})
+	}
+	want := counts{"invokeTool deny": 2, "invokeTool permit": 1, "getPrompt permit": 1, "invokeTool approval_granted": 1,
+		"invokeTool approval_denied": 2, "invokeTool approval_timeout": 1}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("counted %v, want %v", c, want)
+	}
+	none := counts{}
+	g = &Guard{Engine: NewEngine(nil), Principal: "default", Decisions: none, Audit: nil}
+	_, _ = g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: "x"}})
+	if len(none) != 0 {
+		t.Errorf("counted %v with no policy", none)
+	}
+}

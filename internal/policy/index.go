@@ -2,7 +2,9 @@ package policy
 
 import (
 	"iter"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cedar-policy/cedar-go"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -33,6 +35,13 @@ func (l policyList) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 		}
 	}
 }
+
+// listIter is a PolicyIterator whose iterator is made once.
+type listIter struct {
+	all iter.Seq2[cedar.PolicyID, *cedar.Policy]
+}
+
+func (l listIter) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] { return l.all }
 
 // index files each policy by the actions its scope allows ("" for any)
 // and by what its resource scope names: nothing (any resource, or a type),
@@ -110,14 +119,18 @@ type candidates struct {
 	// Those that read no context (their results are cached per request's
 	// entities, see static), by effect, and the others.
 	staticForbid, staticPermit, dynamic policyList
-	args                                bool // one of the others may read context.args
+	dynamicAll                          listIter // dynamic's iterator, made once
+	args                                bool     // one of the others may read context.args
 }
 
 // candidates returns the policies that may match a request.
 func (s *Set) candidates(action string, resource cedar.EntityUID, server string) *candidates {
 	k := candidateKey{action, resource, server}
-	if v, ok := s.cache.Load(k); ok {
-		return v.(*candidates)
+	s.cache.mu.RLock()
+	cached := s.cache.m[k]
+	s.cache.mu.RUnlock()
+	if cached != nil {
+		return cached
 	}
 	c := &candidates{}
 	var l policyList
@@ -147,13 +160,29 @@ func (s *Set) candidates(action string, resource cedar.EntityUID, server string)
 			c.args = c.args || e.args
 		}
 	}
-	s.cache.Store(k, c)
+	c.dynamicAll = listIter{c.dynamic.All()}
+	s.cache.mu.Lock()
+	if s.cache.m == nil {
+		s.cache.m = map[candidateKey]*candidates{}
+	}
+	if len(s.cache.m) < maxStatic {
+		s.cache.m[k] = c
+	}
+	s.cache.mu.Unlock()
 	return c
+}
+
+// candidateCache holds the candidates by action, resource and server: a
+// map with a comparable key, so a lookup allocates nothing.
+type candidateCache struct {
+	mu sync.RWMutex
+	m  map[candidateKey]*candidates
 }
 
 // staticResult is what the context-free candidates decide for one
 // request's entities.
 type staticResult struct {
+	args             []string // the server's arguments it was decided with
 	forbids, permits []cedar.DiagnosticReason
 	errors           []cedar.DiagnosticError
 }
@@ -162,15 +191,54 @@ type staticResult struct {
 // and item, in practice).
 const maxStatic = 100000
 
+// staticCache holds the static results by everything the request's
+// entities hold (the server's arguments are compared on lookup): a map
+// with a comparable key, so a lookup allocates nothing.
+type staticCache struct {
+	mu sync.RWMutex
+	m  map[staticKey]*staticResult
+}
+
+type staticKey struct {
+	sandbox                              bool
+	principal, action                    string
+	kind                                 cedar.EntityType
+	name                                 string
+	server, serverType, identityURL, cmd string
+	oauth                                bool
+	annotations                          [4]byte
+}
+
+// entityKey identifies everything the request's entities hold but the
+// server's arguments.
+func (r *Request) entityKey() staticKey {
+	k := staticKey{sandbox: r.Sandbox, principal: r.Principal, action: r.Action, kind: r.Kind, name: r.Name,
+		server: r.Server.Name, serverType: r.Server.Type, identityURL: r.Server.IdentityURL, cmd: r.Server.Command, oauth: r.Server.RequiresOAuth}
+	for i, v := range []*bool{r.Annotations.ReadOnly, r.Annotations.Destructive, r.Annotations.Idempotent, r.Annotations.OpenWorld} {
+		switch {
+		case v == nil:
+			k.annotations[i] = '-'
+		case *v:
+			k.annotations[i] = 't'
+		default:
+			k.annotations[i] = 'f'
+		}
+	}
+	return k
+}
+
 // static evaluates the context-free candidates for the request's
 // entities, once: their result is the same for every call of the item by
 // the principal, whatever its arguments and time.
 func (s *Set) static(r *Request, c *candidates, g *entityGetter, req cedar.Request) *staticResult {
 	key := r.entityKey()
-	if v, ok := s.statics.Load(key); ok {
-		return v.(*staticResult)
+	s.statics.mu.RLock()
+	res := s.statics.m[key]
+	s.statics.mu.RUnlock()
+	if res != nil && slices.Equal(res.args, r.Server.Args) {
+		return res
 	}
-	res := &staticResult{}
+	res = &staticResult{args: slices.Clone(r.Server.Args)}
 	if len(c.staticForbid) > 0 {
 		ok, diag := cedar.Authorize(c.staticForbid, g, req)
 		if !ok {
@@ -185,45 +253,13 @@ func (s *Set) static(r *Request, c *candidates, g *entityGetter, req cedar.Reque
 		}
 		res.errors = append(res.errors, diag.Errors...)
 	}
-	if s.staticN.Add(1) <= maxStatic {
-		s.statics.Store(key, res)
+	s.statics.mu.Lock()
+	if s.statics.m == nil {
+		s.statics.m = map[staticKey]*staticResult{}
 	}
+	if _, ok := s.statics.m[key]; ok || len(s.statics.m) < maxStatic {
+		s.statics.m[key] = res
+	}
+	s.statics.mu.Unlock()
 	return res
-}
-
-// entityKey identifies everything the request's entities hold.
-func (r *Request) entityKey() string {
-	var b strings.Builder
-	w := func(parts ...string) {
-		for _, p := range parts {
-			b.WriteString(p)
-			b.WriteByte(0)
-		}
-	}
-	sb := "c"
-	if r.Sandbox {
-		sb = "s"
-	}
-	w(sb, r.Principal, r.Action, string(r.Kind), r.Name)
-	srv := r.Server
-	oauth := "0"
-	if srv.RequiresOAuth {
-		oauth = "1"
-	}
-	w(srv.Name, srv.Type, srv.IdentityURL, oauth, srv.Command)
-	for _, a := range srv.Args {
-		w(a)
-	}
-	b.WriteByte(1)
-	for _, v := range []*bool{r.Annotations.ReadOnly, r.Annotations.Destructive, r.Annotations.Idempotent, r.Annotations.OpenWorld} {
-		switch {
-		case v == nil:
-			b.WriteByte('-')
-		case *v:
-			b.WriteByte('t')
-		default:
-			b.WriteByte('f')
-		}
-	}
-	return b.String()
 }

@@ -92,9 +92,8 @@ type Set struct {
 	def      Default
 	approval bool // some permit asks for approval
 	index    index
-	cache    sync.Map // candidates by action and resource: *candidates
-	statics  sync.Map // static results by Request.entityKey: *staticResult
-	staticN  atomic.Int64
+	cache    candidateCache
+	statics  staticCache
 }
 
 // Len is the number of policies.
@@ -345,6 +344,10 @@ func (s *Set) Decide(r *Request) Decision {
 	for _, e := range diag.Errors {
 		d.Errors = append(d.Errors, fmt.Sprintf("%s: %s", e.PolicyID, e.Message))
 	}
+	if n := len(diag.Reasons); n > 0 { // one allocation for both
+		buf := make([]string, 2*n)
+		d.Policies, d.Where = buf[:0:n], buf[n:n:2*n]
+	}
 	for _, reason := range diag.Reasons {
 		c := s.byID[reason.PolicyID]
 		d.Policies = append(d.Policies, c.id)
@@ -393,7 +396,10 @@ func (s *Set) Visible(r *Request) bool {
 func (s *Set) authorize(r *Request) (cedar.Decision, cedar.Diagnostic) {
 	pr, res := r.principal(), r.resource()
 	c := s.candidates(r.Action, res, r.Server.Name)
-	g := &entityGetter{r: r, principalUID: pr, resourceUID: res}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	sc.g = entityGetter{r: r, principalUID: pr, resourceUID: res}
+	g := &sc.g
 	var diag cedar.Diagnostic
 	var permits []cedar.DiagnosticReason
 	if len(c.staticForbid)+len(c.staticPermit) > 0 {
@@ -406,7 +412,7 @@ func (s *Set) authorize(r *Request) (cedar.Decision, cedar.Diagnostic) {
 		permits = st.permits
 	}
 	if len(c.dynamic) > 0 {
-		ok, dd := cedar.Authorize(c.dynamic, g, r.cedarRequest(pr, res, c.args))
+		ok, dd := cedar.Authorize(c.dynamicAll, g, r.cedarRequest(sc, pr, res, c.args))
 		diag.Errors = append(diag.Errors, dd.Errors...)
 		if !ok && len(dd.Reasons) > 0 { // a forbid matched
 			diag.Reasons = dd.Reasons

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +170,44 @@ func TestPolicyServe(t *testing.T) {
 		t.Error("no audit record of the reload")
 	}
 	verifyAudit(t, g.auditFile())
+
+	// The decisions are counted in the metrics, by action and result.
+	scraped := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", g.port), g.token)
+	if v := metricLine(scraped, `mcp_gateway_policy_decisions_total{action="invokeTool",result="deny"}`); v != "6" {
+		t.Errorf("invokeTool deny decisions: %q, want 6 (three per era)", v)
+	}
+	if v := metricLine(scraped, `mcp_gateway_policy_decisions_total{action="invokeTool",result="permit"}`); v == "" || v == "0" {
+		t.Errorf("invokeTool permit decisions: %q", v)
+	}
+}
+
+// scrape GETs a /metrics page (with the bearer token when not "").
+func scrape(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// metricLine is the value of a series in a scrape ("" when absent).
+func metricLine(scraped, series string) string {
+	for line := range strings.Lines(scraped) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // verifyAudit checks that `audit verify` passes on the file, then fails on
@@ -304,7 +344,8 @@ func TestPolicyHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := filepath.Join(t.TempDir(), "state")
-	h := startHost(t, state)
+	metricsPort := freePort(t)
+	h := startHost(t, state, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	h.mustCLI("", "server", "add", "memory", "--command", filepath.Join(npmBin, "mcp-server-memory"),
 		"--env", "MEMORY_FILE_PATH=${sandbox_dir}/graph.jsonl")
 	const secretValue = "s3cret-value-never-audited"
@@ -414,6 +455,30 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		t.Errorf("after policy rm: %v", names)
 	}
 
+	// The decisions are counted by sandbox, action and result.
+	scraped := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "")
+	for series, want := range map[string]string{
+		`mcp_gateway_policy_decisions_total{action="invokeTool",result="approval_granted",sandbox="a"}`: "1",
+		`mcp_gateway_policy_decisions_total{action="invokeTool",result="approval_denied",sandbox="a"}`:  "1",
+		`mcp_gateway_policy_decisions_total{action="register",result="deny",sandbox="dyn"}`:             "2",
+	} {
+		if v := metricLine(scraped, series); v != want {
+			t.Errorf("%s = %q, want %s", series, v, want)
+		}
+	}
+
+	// Removing a sandbox removes its own policies: a new sandbox of the
+	// same name may attach memory again.
+	out = h.mustCLI("", "sandbox", "rm", "dyn")
+	if !strings.Contains(out, "its policies were removed with it: no-attach") {
+		t.Errorf("sandbox rm of a sandbox with a policy of its own:\n%s", out)
+	}
+	if out = h.mustCLI("", "policy", "ls"); strings.Contains(out, "no-memory-here") {
+		t.Errorf("policy ls after sandbox rm:\n%s", out)
+	}
+	h.createSandbox("dyn")
+	h.mustCLI("", "load", "memory", "--sandbox", "dyn")
+
 	// The audit log: admin actions, decisions and approvals; no secret.
 	file := filepath.Join(state, "audit.jsonl")
 	recs := auditRecords(t, file)
@@ -425,6 +490,8 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		{"type": "admin", "action": "policy rm", "name": "no-destructive"},
 		{"type": "admin", "action": "approval", "detail": "allow", "outcome": "ok"},
 		{"type": "admin", "action": "load", "name": "memory", "detail": "sandbox dyn", "outcome": "error"},
+		{"type": "admin", "action": "policy rm", "name": "no-attach", "detail": "sandbox dyn, removed with it (sandbox rm)"},
+		{"type": "admin", "action": "load", "name": "memory", "detail": "sandbox dyn", "outcome": "ok"},
 		{"type": "call", "action": "register", "server": "memory", "decision": "deny", "principal": "dyn"},
 		{"type": "call", "name": "delete_entities", "decision": "deny", "principal": "a"},
 		{"type": "call", "name": "create_entities", "approval": "granted", "outcome": "ok"},
@@ -476,5 +543,79 @@ func TestPolicyStdio(t *testing.T) {
 	cs.Close()
 	if r := findRecord(auditRecords(t, auditFile), map[string]any{"name": "search_nodes", "decision": "deny"}); r == nil || fmt.Sprint(r["args"]) != "map[query:secret]" {
 		t.Errorf("the denied call's record lacks its full arguments: %v", r)
+	}
+}
+
+// Completions and subscriptions are decided like prompts/get and
+// resources/read of what they refer to: a client learns nothing through
+// them that it could not read (both eras; subscriptions in the session era,
+// the only one with resources/subscribe).
+func TestPolicyCompletionsAndSubscriptions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"everything": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything")), "--policy-file", writePolicy(t, `
+@id("no-sales")
+forbid(principal, action == MCP::Action::"getPrompt", resource == MCP::Prompt::"everything/completable-prompt")
+  when { context.args has department && context.args.department == "Sales" };
+@id("no-dynamic-text")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"demo://resource/dynamic/text/{resourceId}");
+@id("no-startup")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"demo://resource/static/document/startup.md");
+`))
+	prompt := &mcp.CompleteReference{Type: "ref/prompt", Name: "completable-prompt"}
+	for _, era := range bothEras {
+		t.Run(era, func(t *testing.T) {
+			cs := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "e2e-complete", Version: "1"}, nil), era)
+			for _, c := range []struct {
+				params *mcp.CompleteParams
+				want   string // the values, or the error's policy
+			}{
+				// A value a use would be denied with is left out.
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"}}, "[Support]"},
+				// Completing under denied arguments is refused.
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "name", Value: ""},
+					Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Sales"}}}, `forbidden by policy "no-sales"`},
+				{&mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "name", Value: ""},
+					Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Engineering"}}}, "[Alice Bob Charlie]"},
+				// A template is decided as a read of it.
+				{&mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "demo://resource/dynamic/text/{resourceId}"},
+					Argument: mcp.CompleteParamsArgument{Name: "resourceId", Value: "12"}}, `forbidden by policy "no-dynamic-text"`},
+				{&mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "demo://resource/dynamic/blob/{resourceId}"},
+					Argument: mcp.CompleteParamsArgument{Name: "resourceId", Value: "12"}}, "[12]"},
+			} {
+				got := ""
+				res, err := cs.Complete(ctx, c.params)
+				if err != nil {
+					got = err.Error()
+				} else {
+					got = fmt.Sprint(res.Completion.Values)
+				}
+				if !strings.Contains(got, c.want) {
+					t.Errorf("completing %s%s %s=%q: %s, want %s", c.params.Ref.Name, c.params.Ref.URI, c.params.Argument.Name, c.params.Argument.Value, got, c.want)
+				}
+			}
+			if era != sessionEra {
+				return
+			}
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/startup.md"})
+			if err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-startup"`) {
+				t.Errorf("subscribing to a resource it may not read: %v", err)
+			}
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/structure.md"}); err != nil {
+				t.Errorf("subscribing to a resource it may read: %v", err)
+			}
+		})
+	}
+	recs := auditRecords(t, g.auditFile())
+	for _, want := range []map[string]any{
+		{"type": "call", "method": "completion/complete", "action": "getPrompt", "name": "completable-prompt", "decision": "deny", "policies": "[no-sales]"},
+		{"type": "call", "method": "completion/complete", "action": "readResource", "decision": "allow", "outcome": "ok"},
+		{"type": "call", "method": "resources/subscribe", "name": "demo://resource/static/document/startup.md", "decision": "deny"},
+		{"type": "call", "method": "resources/subscribe", "name": "demo://resource/static/document/structure.md", "decision": "allow", "outcome": "ok"},
+	} {
+		if findRecord(recs, want) == nil {
+			t.Errorf("no audit record %v", want)
+		}
 	}
 }

@@ -1,0 +1,83 @@
+package host
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Removing a sandbox removes the policies stored for it alone, and its
+// engine; the audit log says so; a new sandbox of the same name (now, and
+// after a restart) starts with the global policies only.
+func TestRemoveSandboxRemovesItsPolicies(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, dir)
+	mustAdd(t, h, localServer(t, "mem"))
+	mustSandbox(t, h, "a", "mem")
+	mustSandbox(t, h, "b", "mem")
+	for _, req := range []PolicyRequest{
+		{Name: "global", Text: `@id("no-echo") forbid(principal, action, resource == MCP::Tool::"mem/echo");`},
+		{Name: "own", Sandbox: "a", Text: `@id("no-env") forbid(principal, action, resource == MCP::Tool::"mem/env");`},
+		{Name: "b-own", Sandbox: "b", Text: `@id("no-args") forbid(principal, action, resource == MCP::Tool::"mem/args");`},
+	} {
+		if _, err := h.SetPolicy(req); err != nil {
+			t.Fatalf("policy set %s: %v", req.Name, err)
+		}
+	}
+	decision := func(sandbox, tool string) string {
+		t.Helper()
+		res, err := h.TestPolicy(PolicyTestRequest{Sandbox: sandbox, Tool: tool})
+		if err != nil {
+			t.Fatalf("policy test %s %s: %v", sandbox, tool, err)
+		}
+		return res.Decision
+	}
+	if decision("a", "mem/env") != "deny" || decision("a", "mem/echo") != "deny" {
+		t.Fatal("a's own and the global policies do not apply to it")
+	}
+
+	res, err := h.RemoveSandboxReport("a")
+	if err != nil || !slices.Equal(res.Policies, []string{"own"}) {
+		t.Fatalf("sandbox rm: %+v %v, want its policy own removed with it", res, err)
+	}
+	var left []string
+	for _, p := range h.Policies() {
+		left = append(left, p.Sandbox+":"+p.Name)
+	}
+	if !slices.Equal(left, []string{":global", "b:b-own"}) {
+		t.Errorf("policies after sandbox rm: %v", left)
+	}
+	if _, ok := h.gov.engines["a"]; ok {
+		t.Error("the removed sandbox's engine is still held")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, PoliciesFile)); strings.Contains(string(b), "no-env") {
+		t.Errorf("the policy store still holds the removed sandbox's policy:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl")); !strings.Contains(string(b), `"action":"policy rm","name":"own"`) ||
+		!strings.Contains(string(b), "sandbox a, removed with it") {
+		t.Errorf("the audit log does not record the policy removed with the sandbox:\n%s", b)
+	}
+
+	// A new sandbox of the same name: the global policies only.
+	mustSandbox(t, h, "a", "mem")
+	if got := decision("a", "mem/env"); got != "allow" {
+		t.Errorf("the new sandbox a inherits the old one's policy: env is %s", got)
+	}
+	if got := decision("a", "mem/echo"); got != "deny" {
+		t.Errorf("the global policy does not apply to the new sandbox a: echo is %s", got)
+	}
+	if got := decision("b", "mem/args"); got != "deny" {
+		t.Errorf("b's own policy was lost: args is %s", got)
+	}
+	closeHost(t, h)
+	h = openHost(t, dir)
+	if got := decision("a", "mem/env"); got != "allow" {
+		t.Errorf("after a restart, env in a is %s", got)
+	}
+	// Removing a sandbox without policies of its own removes none.
+	if res, err := h.RemoveSandboxReport("a"); err != nil || len(res.Policies) != 0 {
+		t.Errorf("sandbox rm without policies: %+v %v", res, err)
+	}
+}
