@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
-	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/secrets"
 )
 
 // The administration commands speak to a running host daemon over its

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 func TestParseInterleaved(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 )
 
 // defaultHostPort is the host daemon's MCP port.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 // The host command's refusals before it serves: exit code and message.

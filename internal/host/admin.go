@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/metadata"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/metadata"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/secrets"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
-	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 

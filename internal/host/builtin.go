@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
-	"github.com/mcp-gateway/mcp-gateway/internal/search"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/search"
 )
 
 // The built-in tools' definitions. Their names are reserved: a server's tool

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 var dynamicBuiltins = []string{"mcp-find", "mcp-add", "mcp-config-set", "mcp-exec"}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 // SocketFile is the control socket's name in the state directory.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 // serveControl serves a host's control API on its socket, as the daemon

@@ -18,4 +18,8 @@
 // Path of a call: front (token → sandbox gateway) → gateway → router →
 // upstream, as in the sandbox gateway; this package only wires sandboxes
 // and keeps the registry.
+//
+// The packages only host mode uses sit beneath this one: registry (the
+// state file), secrets (the encrypted secret store), search (ranking for
+// mcp-find) and metadata (MCP registry entries).
 package host

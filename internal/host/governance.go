@@ -18,8 +18,8 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 

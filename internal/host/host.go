@@ -21,9 +21,9 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/secrets"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
-	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )

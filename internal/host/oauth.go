@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/oauth"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -108,7 +108,7 @@ func TestBuildServerAccepted(t *testing.T) {
 // request's extra arguments after the package's.
 func TestBuildServerFromMetadataFile(t *testing.T) {
 	h := &Host{opts: Options{Attach: attach.Options{Guard: &netguard.Policy{AllowAll: true}}}}
-	file, err := filepath.Abs("../metadata/testdata/npm.json")
+	file, err := filepath.Abs("metadata/testdata/npm.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestBuildServerFromMetadataFile(t *testing.T) {
 		t.Errorf("the metadata's description was not kept: %+v", srv)
 	}
 
-	garbage, _ := filepath.Abs("../metadata/testdata/garbage.html")
+	garbage, _ := filepath.Abs("metadata/testdata/garbage.html")
 	_, _, err = h.buildServer(context.Background(), ServerRequest{Name: "m", Metadata: garbage})
 	if err == nil || !strings.HasPrefix(err.Error(), `mcp server "m": `+garbage+": ") {
 		t.Errorf("garbage metadata: %v", err)
@@ -133,7 +133,7 @@ func TestBuildServerFromMetadataFile(t *testing.T) {
 // A metadata URL is read through Options.Fetch when it is set (the test's
 // stand-in for the network), and an error there names the URL.
 func TestBuildServerFetchesMetadata(t *testing.T) {
-	data, err := os.ReadFile("../metadata/testdata/registry-entry.json")
+	data, err := os.ReadFile("metadata/testdata/registry-entry.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
-	"github.com/mcp-gateway/mcp-gateway/internal/registry"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
 
 // Registering a local server lists its tools once (for mcp-find) and keeps

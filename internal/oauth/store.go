@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/secrets"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/secrets"
 )
 
 // Record is what the gateway keeps of a server's authorization: the token

@@ -3,7 +3,7 @@ package search_test
 import (
 	"fmt"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/search"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/search"
 )
 
 func ExampleRank() {

@@ -3,7 +3,7 @@ package metadata_test
 import (
 	"fmt"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/metadata"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/metadata"
 )
 
 func ExampleParse() {
