@@ -261,8 +261,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		return
 	}
 
-	if _, modern := requestedModernVersion(r, m); modern {
-		h.serveModern(w, r, gw, m)
+	if _, stateless := requestedStatelessVersion(r, m); stateless {
+		h.serveStateless(w, r, gw, m)
 		return
 	}
 	if m.Method == "initialize" && m.IsRequest() {
@@ -277,7 +277,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	}
 	sess.begin()
 	defer sess.end()
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.LegacyVersions, v) {
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.SessionVersions, v) {
 		h.refuseVersion(w, m, v)
 		return
 	}
@@ -323,9 +323,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
-// requestedModernVersion reports a request of the 2026-07-28 era: its
+// requestedStatelessVersion reports a request of the 2026-07-28 era: its
 // version header or its _meta names a version newer than the session era.
-func requestedModernVersion(r *http.Request, m *wire.Message) (string, bool) {
+func requestedStatelessVersion(r *http.Request, m *wire.Message) (string, bool) {
 	v := r.Header.Get(headerProtocolVersion)
 	if v >= "2026-07-28" {
 		return v, true

@@ -222,7 +222,7 @@ func TestServeMCPDecisions(t *testing.T) {
 	auth := []string{"Authorization", "Bearer secret"}
 	sid := initSession(t, h, auth...)
 	session := append(auth, "Mcp-Session-Id", sid)
-	modern := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	stateless := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	tests := []struct {
 		name    string
 		method  string
@@ -246,12 +246,12 @@ func TestServeMCPDecisions(t *testing.T) {
 		{"GET without session", "GET", "", auth, 400, -32600, "missing Mcp-Session-Id"},
 		{"DELETE unknown", "DELETE", "", append(auth, "Mcp-Session-Id", "nope"), 404, -32600, ""},
 		{"resume an unknown stream", "GET", "", append(session, "Last-Event-ID", "p9-1"), 400, -32600, "names no stream"},
-		{"modern request", "POST", modern, append(auth, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"), 200, 0, `"tools":[]`},
-		{"modern, header mismatch", "POST", modern, append(auth, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "prompts/list"), 400, -32020, "Header mismatch"},
-		{"modern, no method header", "POST", modern, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 400, -32020, "Mcp-Method"},
-		{"modern response", "POST", `{"jsonrpc":"2.0","id":1,"result":{}}`, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 400, -32600, "no JSON-RPC responses"},
-		{"modern notification", "POST", `{"jsonrpc":"2.0","method":"notifications/x"}`, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 202, 0, ""},
-		{"future version", "POST", strings.Replace(modern, "2026-07-28", "2099-01-01", 1), append(auth, "Mcp-Protocol-Version", "2099-01-01", "Mcp-Method", "tools/list"), 400, -32022, "Unsupported protocol version 2099-01-01"},
+		{"stateless request", "POST", stateless, append(auth, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"), 200, 0, `"tools":[]`},
+		{"stateless, header mismatch", "POST", stateless, append(auth, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "prompts/list"), 400, -32020, "Header mismatch"},
+		{"stateless, no method header", "POST", stateless, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 400, -32020, "Mcp-Method"},
+		{"stateless response", "POST", `{"jsonrpc":"2.0","id":1,"result":{}}`, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 400, -32600, "no JSON-RPC responses"},
+		{"stateless notification", "POST", `{"jsonrpc":"2.0","method":"notifications/x"}`, append(auth, "Mcp-Protocol-Version", "2026-07-28"), 202, 0, ""},
+		{"future version", "POST", strings.Replace(stateless, "2026-07-28", "2099-01-01", 1), append(auth, "Mcp-Protocol-Version", "2099-01-01", "Mcp-Method", "tools/list"), 400, -32022, "Unsupported protocol version 2099-01-01"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

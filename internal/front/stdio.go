@@ -197,7 +197,7 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 		_ = c.write(wire.AppendError(nil, nil, wire.Errorf(int64(code), "malformed JSON-RPC message: %v", err)))
 		return
 	}
-	modern := wire.Get(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion) != nil
+	stateless := wire.Get(wire.Get(m.Params, "_meta"), gateway.MetaProtocolVersion) != nil
 	c.mu.Lock()
 	sess := c.sess
 	c.mu.Unlock()
@@ -218,12 +218,12 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 		if sess != nil {
 			sess.HandleNotification(ctx, m)
 		}
-	case modern:
-		c.goRequest(ctx, m, telemetry.Request{Era: "stateless", ProtocolVersion: gateway.ModernVersion}, func(ctx context.Context) gateway.Reply {
+	case stateless:
+		c.goRequest(ctx, m, telemetry.Request{Era: "stateless", ProtocolVersion: gateway.StatelessVersion}, func(ctx context.Context) gateway.Reply {
 			if m.Method == "subscriptions/listen" {
 				return c.gw.Listen(ctx, m, c)
 			}
-			return c.gw.HandleModern(ctx, m, c)
+			return c.gw.HandleStateless(ctx, m, c)
 		})
 	case m.Method == "initialize":
 		s, res, werr := c.gw.Initialize(m.Params)
@@ -245,7 +245,7 @@ func (c *stdioConn) handle(ctx context.Context, line []byte) {
 			_ = c.write(wire.AppendResult(nil, m.ID, json.RawMessage(`{}`)))
 			return
 		}
-		_ = c.write(wire.AppendError(nil, m.ID, wire.Errorf(wire.CodeInvalidRequest, "send initialize first (or a %s request with its _meta)", gateway.ModernVersion)))
+		_ = c.write(wire.AppendError(nil, m.ID, wire.Errorf(wire.CodeInvalidRequest, "send initialize first (or a %s request with its _meta)", gateway.StatelessVersion)))
 	default:
 		c.goRequest(ctx, m, telemetry.Request{Era: "session", ProtocolVersion: sess.ProtocolVersion()},
 			func(ctx context.Context) gateway.Reply { return sess.Handle(ctx, m, c) })

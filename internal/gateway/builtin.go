@@ -44,7 +44,7 @@ type BuiltinCall struct {
 // cannot be asked: it is of the 2026-07-28 era, or did not declare the
 // capability (for an elicitation, its mode).
 func (c *BuiltinCall) Ask(ctx context.Context, method string, params json.RawMessage) (result json.RawMessage, asked bool, err error) {
-	if c.sess.modern || c.sess.lacks(method, params) != "" {
+	if c.sess.stateless || c.sess.lacks(method, params) != "" {
 		return nil, false, nil
 	}
 	res, werr := c.sess.request(ctx, c.stream, method, params)
@@ -60,7 +60,7 @@ func (c *BuiltinCall) Ask(ctx context.Context, method string, params json.RawMes
 // the call with its answer (Params' inputResponses) and the result's
 // requestState, which must not start with the gateway's own "mcp-gateway:".
 func (c *BuiltinCall) CanRequireInput(method string, params json.RawMessage) bool {
-	return c.sess.modern && c.sess.lacks(method, params) == ""
+	return c.sess.stateless && c.sess.lacks(method, params) == ""
 }
 
 // CallTool calls a tool of the view by its exposed name on behalf of the

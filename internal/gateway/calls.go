@@ -33,10 +33,10 @@ type call struct {
 // forward sends a request to srv on behalf of the session's client and
 // returns the server's answer unchanged.
 func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
-	if s.modern {
-		return s.forwardModern(ctx, m, stream, srv, params)
+	if s.stateless {
+		return s.forwardStateless(ctx, m, stream, srv, params)
 	}
-	return s.forwardLegacy(ctx, m, stream, srv, params)
+	return s.forwardObserved(ctx, m, stream, srv, params)
 }
 
 // forwardCall sends the request and waits for the answer. While it is in
@@ -93,8 +93,8 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 
 	up := srv.up
 	switch {
-	case s.modern:
-		if companion := g.Router.modernCompanion(ctx, srv); companion != nil {
+	case s.stateless:
+		if companion := g.Router.statelessCompanion(ctx, srv); companion != nil {
 			up = companion
 		}
 	case srv.newPerClient != nil:
@@ -106,16 +106,16 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 			return failure(m, err)
 		}
 	}
-	modernServer := isModern(up)
+	statelessServer := isStateless(up)
 	switch {
-	case modernServer && !s.modern:
+	case statelessServer && !s.stateless:
 		params = s.requestMeta(params)
-	case s.modern && !modernServer:
-		params = stripModernMeta(params)
+	case s.stateless && !statelessServer:
+		params = stripStatelessMeta(params)
 	}
 	began := time.Now()
 	resp, err := up.Call(ctx, m.Method, params)
-	for round := 0; err == nil && modernServer && !s.modern && isInputRequired(resp.Result); round++ {
+	for round := 0; err == nil && statelessServer && !s.stateless && isInputRequired(resp.Result); round++ {
 		// A 2026-07-28 server asks a session-era client for input: ask the
 		// client the old way, then retry with its answers.
 		if round == maxInputRounds {
@@ -295,22 +295,22 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	}
 	params = g.traceBack(c, params)
 	if missing := sess.lacks(method, params); missing != "" {
-		if sess.modern && c != nil {
+		if sess.stateless && c != nil {
 			// The 2026-07-28 answer: the client's request fails with
 			// MissingRequiredClientCapabilities.
 			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
-			sess.failModern(&wire.Error{Code: codeMissingRequiredClientCapabilities,
+			sess.failStateless(&wire.Error{Code: codeMissingRequiredClientCapabilities,
 				Message: fmt.Sprintf("the server needs the client capability %q for %s, which the client did not declare", missing, method), Data: data})
 		}
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
 	}
-	if sess.modern {
+	if sess.stateless {
 		if c == nil {
-			return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: a %s client can only be asked during its own call", method, ModernVersion)
+			return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: a %s client can only be asked during its own call", method, StatelessVersion)
 		}
 		c.parked.Store(true) // waiting for the client: not "in flight" for routing
 		defer c.parked.Store(false)
-		return sess.askModern(ctx, method, params)
+		return sess.askStateless(ctx, method, params)
 	}
 	var stream Stream
 	if c != nil {
@@ -341,7 +341,7 @@ func (g *Gateway) targetOf(srv *server, method string) (*call, *Session, error) 
 	}
 	var only *Session
 	for _, s := range g.sessionList() {
-		if s.modern {
+		if s.stateless {
 			continue
 		}
 		if only != nil {
@@ -444,7 +444,7 @@ func (g *Gateway) setLevel(ctx context.Context, s *Session, params json.RawMessa
 // level, when it logs and takes the level that way.
 func (g *Gateway) setUpstreamLevel(ctx context.Context, srv *server, up Upstream, level int) {
 	// A 2026-07-28 server takes the level in each request's _meta.
-	if !hasCapability(up.InitializeResult(), "logging") || isModern(up) {
+	if !hasCapability(up.InitializeResult(), "logging") || isStateless(up) {
 		return
 	}
 	p := wire.AppendString([]byte(`{"level":`), logLevels[level])
@@ -535,7 +535,7 @@ func (g *Gateway) subscribeAdmitted(ctx context.Context, s *Session, srv *server
 	if !first {
 		return emptyResult
 	}
-	reply := s.forwardLegacy(ctx, m, stream, srv, params)
+	reply := s.forwardObserved(ctx, m, stream, srv, params)
 	if reply.Error != nil {
 		g.unsubscribeLocal(s, uri)
 		return reply
@@ -559,7 +559,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, s *Session, uri string, m *wi
 	if m == nil {
 		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-unsubscribe-") + `"`), Method: "resources/unsubscribe", Params: p}
 	}
-	if reply := s.forwardLegacy(ctx, m, stream, srv, p); reply.Error != nil {
+	if reply := s.forwardObserved(ctx, m, stream, srv, p); reply.Error != nil {
 		g.Router.log.Warn("resources/unsubscribe failed", "server", srv.name, "uri", uri, "err", string(reply.Error))
 	}
 }
@@ -599,10 +599,12 @@ func (g *Gateway) subscribers(uri string) []*Session {
 // maxInputRounds bounds the input requests of one call.
 const maxInputRounds = 16
 
-// modern reports whether the server's primary process speaks 2026-07-28.
-func (srv *server) modern() bool { return isModern(srv.up) }
+// stateless reports whether the server's primary process speaks 2026-07-28.
+func (srv *server) stateless() bool { return isStateless(srv.up) }
 
-func isModern(up Upstream) bool {
+// isStateless reports whether up speaks 2026-07-28; the upstreams
+// (internal/upstream, internal/attach) still call that Modern.
+func isStateless(up Upstream) bool {
 	m, ok := up.(interface{ Modern() bool })
 	return ok && m.Modern()
 }
@@ -623,7 +625,7 @@ func (s *Session) requestMeta(params json.RawMessage) json.RawMessage {
 			}
 		}
 	}
-	set(MetaProtocolVersion, json.RawMessage(`"`+ModernVersion+`"`))
+	set(MetaProtocolVersion, json.RawMessage(`"`+StatelessVersion+`"`))
 	set(MetaClientInfo, s.clientInfo)
 	caps := s.capabilities
 	if caps == nil {
@@ -821,19 +823,19 @@ func toolError(text string) json.RawMessage {
 	return b
 }
 
-// modernMetaKeys are the _meta members that make a request one of the
+// statelessMetaKeys are the _meta members that make a request one of the
 // 2026-07-28 era; a session-era server must not see them (a dual-era one
 // would take the request for the other era).
-var modernMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities, MetaLogLevel}
+var statelessMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities, MetaLogLevel}
 
-// stripModernMeta removes those members, keeping the rest of _meta
+// stripStatelessMeta removes those members, keeping the rest of _meta
 // (progressToken and any of the client's own).
-func stripModernMeta(params json.RawMessage) json.RawMessage {
+func stripStatelessMeta(params json.RawMessage) json.RawMessage {
 	meta := wire.Get(params, "_meta")
 	if meta == nil {
 		return params
 	}
-	stripped, removed := wire.Delete(meta, modernMetaKeys...)
+	stripped, removed := wire.Delete(meta, statelessMetaKeys...)
 	if !removed {
 		return params
 	}

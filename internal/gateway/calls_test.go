@@ -15,7 +15,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-func TestStripModernMeta(t *testing.T) {
+func TestStripStatelessMeta(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{ // a 2026-07-28 request for a session-era server: its own _meta stays, in order
 			`{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
@@ -29,8 +29,8 @@ func TestStripModernMeta(t *testing.T) {
 		},
 		{`{"name":"echo"}`, `{"name":"echo"}`},
 	} {
-		if got := stripModernMeta([]byte(c.in)); string(got) != c.want {
-			t.Errorf("stripModernMeta(%s)\n = %s\nwant %s", c.in, got, c.want)
+		if got := stripStatelessMeta([]byte(c.in)); string(got) != c.want {
+			t.Errorf("stripStatelessMeta(%s)\n = %s\nwant %s", c.in, got, c.want)
 		}
 	}
 }
@@ -645,10 +645,10 @@ func TestLostServerIsUnavailable(t *testing.T) {
 	}
 }
 
-// modernScripted is a scripted server of the 2026-07-28 era.
-type modernScripted struct{ scripted }
+// statelessScripted is a scripted server of the 2026-07-28 era.
+type statelessScripted struct{ scripted }
 
-func (*modernScripted) Modern() bool { return true }
+func (*statelessScripted) Modern() bool { return true }
 
 // TestBridgingInputRequired: a session-era client's call to a 2026-07-28
 // server carries the client's identity in _meta; the server's input
@@ -672,7 +672,7 @@ func TestBridgingInputRequired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &modernScripted{scripted{fakeUpstream: fakeUpstream{name: "m", tools: []string{tool("greet")}}}}
+			f := &statelessScripted{scripted{fakeUpstream: fakeUpstream{name: "m", tools: []string{tool("greet")}}}}
 			f.handle = func(_ context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
 				if wire.Get(params, "inputResponses") == nil || tt.always {
 					return &upstream.Response{Result: json.RawMessage(inputRequired)}, nil

@@ -9,10 +9,10 @@
 //
 // A [Session] is what the gateway knows about one downstream client: its
 // negotiated protocol version, capabilities and identity. The front creates one
-// per legacy (2025-11-25 and earlier) HTTP session and hands it every message
+// per session-era (2025-11-25 and earlier) HTTP session and hands it every message
 // of that client; it knows nothing of upstreams.
 //
-// Every request forwarded to a server passes one point, forwardLegacy, where
+// Every request forwarded to a server passes one point, forwardObserved, where
 // the Gateway's [Observer] (metrics, traces, the call log: internal/telemetry)
 // sees it start and end.
 package gateway

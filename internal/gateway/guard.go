@@ -47,7 +47,7 @@ type GuardCall struct {
 	Method     string
 	Arguments  json.RawMessage // a tool's arguments or a prompt's; nil otherwise
 	ClientInfo json.RawMessage
-	Modern     bool // a 2026-07-28 request
+	Stateless  bool // a 2026-07-28 request
 	// Elicit asks the client a form elicitation (elicitation/create's
 	// params) and returns its result; nil when the client cannot be asked.
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
@@ -147,15 +147,15 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if guard == nil {
 		return run(ctx, stream)
 	}
-	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Modern: s.modern}
+	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Stateless: s.stateless}
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
-	if s.modern && canElicit && mayAsk(guard) {
-		return s.guardedModern(ctx, m, stream, c, run)
+	if s.stateless && canElicit && mayAsk(guard) {
+		return s.guardedStateless(ctx, m, stream, c, run)
 	}
-	if !s.modern && canElicit {
+	if !s.stateless && canElicit {
 		c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			res, werr := s.request(ctx, stream, "elicitation/create", params)
 			if werr != nil {
@@ -184,7 +184,7 @@ func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem,
 	if guard == nil {
 		return run()
 	}
-	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Modern: s.modern, Refers: true}
+	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
 	done, werr := guard.Admit(ctx, c)
 	if werr != nil {
 		return s.denied(ctx, m, gi, werr)
@@ -229,7 +229,7 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, gi Gua
 	for _, v := range values {
 		args[name] = v
 		b, _ := json.Marshal(args)
-		if q.Permits(&GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Modern: s.modern, Refers: true}) {
+		if q.Permits(&GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}) {
 			kept = append(kept, v)
 		}
 	}
@@ -276,20 +276,20 @@ func mayAsk(g Guard) bool {
 	return true
 }
 
-// guardedModern admits and runs a 2026-07-28 client's call in the
+// guardedStateless admits and runs a 2026-07-28 client's call in the
 // background, so the guard can ask the client (approval by elicitation):
 // its question goes back as an input-required result, and the client's
 // retry with the answer continues the call, as with a server's own
-// questions (see forwardModern).
-func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, run func(context.Context, Stream) Reply) Reply {
+// questions (see forwardStateless).
+func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, run func(context.Context, Stream) Reply) Reply {
 	g := s.gw
-	events := make(chan modernEvent, 4)
+	events := make(chan callEvent, 4)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	sw := &switchStream{cur: stream}
 	c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 		in := &inputRequest{key: g.newID("input-"), method: "elicitation/create", params: params, answer: make(chan *wire.Message, 1)}
 		select {
-		case events <- modernEvent{input: in}:
+		case events <- callEvent{input: in}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -316,7 +316,7 @@ func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Str
 			}
 		}
 		select { // nobody may be waiting any more: never block
-		case events <- modernEvent{reply: reply}:
+		case events <- callEvent{reply: reply}:
 		default:
 		}
 	}()

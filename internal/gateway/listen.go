@@ -27,7 +27,7 @@ func (g *Gateway) Listen(ctx context.Context, m *wire.Message, stream Stream) Re
 			return errorReply(wire.Errorf(wire.CodeInvalidParams, "subscriptions/listen: malformed notifications filter: %v", err))
 		}
 	}
-	s := g.modernSession(m.Params)
+	s := g.statelessSession(m.Params)
 	s.out = make(chan []byte, outboxSize)
 	g.mu.Lock()
 	g.sessions[s] = struct{}{}

@@ -53,8 +53,8 @@ type CallEnd struct {
 	Upstream time.Duration
 }
 
-// forwardLegacy forwards a request through the Observer, when there is one.
-func (s *Session) forwardLegacy(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+// forwardObserved forwards a request through the Observer, when there is one.
+func (s *Session) forwardObserved(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	o := s.gw.Observer
 	if o == nil {
 		return s.forwardCall(ctx, m, stream, srv, params, nil)

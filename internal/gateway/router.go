@@ -96,12 +96,12 @@ type server struct {
 	builtin map[string]Builtin // the gateway's own tools, by name; nil for a real server
 	gone    chan struct{}      // closed when the server is removed: its retries stop
 
-	mu          sync.Mutex // serializes listings of this server
-	items       [4][]json.RawMessage
-	modernItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
-	listedGen   atomic.Uint64        // the generation listed last; read on every call without s.mu
-	relisting   atomic.Bool          // a re-listing goroutine runs
-	dirty       atomic.Uint32        // kinds (bit listKind.index) changed since their last re-listing began
+	mu             sync.Mutex // serializes listings of this server
+	items          [4][]json.RawMessage
+	statelessItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
+	listedGen      atomic.Uint64        // the generation listed last; read on every call without s.mu
+	relisting      atomic.Bool          // a re-listing goroutine runs
+	dirty          atomic.Uint32        // kinds (bit listKind.index) changed since their last re-listing began
 
 	stateMu   sync.Mutex
 	state     string // "starting", "ready", "failed"
@@ -117,10 +117,10 @@ type server struct {
 	// A server's era is fixed per process, so a 2026-07-28 client's calls go
 	// to a companion process of that era when the server has one (started
 	// on the first such call); else to the primary, the gateway bridging.
-	newModern func() Upstream
-	modernMu  sync.Mutex
-	modernUp  Upstream
-	modernNo  bool // the server does not speak 2026-07-28
+	newStateless func() Upstream
+	statelessMu  sync.Mutex
+	statelessUp  Upstream
+	noStateless  bool // the server does not speak 2026-07-28
 
 	// A remote server gets an upstream session per session-era client,
 	// offered exactly that client's capabilities (see AddPerClient).
@@ -237,23 +237,23 @@ func (s *server) close() []error {
 	if err := s.up.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
 	}
-	s.modernMu.Lock()
-	if s.modernUp != nil {
-		if err := s.modernUp.Close(); err != nil {
+	s.statelessMu.Lock()
+	if s.statelessUp != nil {
+		if err := s.statelessUp.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("mcp server %q (2026-07-28 process): %w", s.name, err))
 		}
-		s.modernUp = nil
+		s.statelessUp = nil
 	}
-	s.modernMu.Unlock()
+	s.statelessMu.Unlock()
 	return errs
 }
 
 // AddDualEra registers an upstream like Add, with a way to make a companion
-// upstream for 2026-07-28 clients: newModern must return one that fails to
+// upstream for 2026-07-28 clients: newStateless must return one that fails to
 // start (upstream.ErrNotModern) unless its server speaks that era.
-func (r *Router) AddDualEra(up Upstream, newModern func() Upstream) {
+func (r *Router) AddDualEra(up Upstream, newStateless func() Upstream) {
 	s := newServer(up)
-	s.newModern = newModern
+	s.newStateless = newStateless
 	r.add(s)
 }
 
@@ -268,30 +268,30 @@ func (r *Router) AddPerClient(up Upstream, newPerClient func(capabilities json.R
 	r.add(s)
 }
 
-// modernCompanion returns the server's process of the 2026-07-28 era, or
+// statelessCompanion returns the server's process of the 2026-07-28 era, or
 // nil when it has none; the first call starts it.
-func (r *Router) modernCompanion(ctx context.Context, s *server) Upstream {
-	if s.newModern == nil || s.modern() {
+func (r *Router) statelessCompanion(ctx context.Context, s *server) Upstream {
+	if s.newStateless == nil || s.stateless() {
 		return nil
 	}
-	s.modernMu.Lock()
-	defer s.modernMu.Unlock()
-	if s.modernUp != nil || s.modernNo {
-		return s.modernUp
+	s.statelessMu.Lock()
+	defer s.statelessMu.Unlock()
+	if s.statelessUp != nil || s.noStateless {
+		return s.statelessUp
 	}
-	up := s.newModern()
+	up := s.newStateless()
 	if err := up.Start(ctx); err != nil {
 		_ = up.Close()
 		if errors.Is(err, upstream.ErrNotModern) {
-			s.modernNo = true
+			s.noStateless = true
 			r.log.Debug("mcp server speaks only the session era; 2026-07-28 clients are bridged", "server", s.name)
 		} else {
 			r.log.Warn("starting the 2026-07-28 companion failed; bridging this call", "server", s.name, "err", err)
 		}
 		return nil
 	}
-	r.log.Info("mcp server speaks 2026-07-28: its modern clients get a process of that era", "server", s.name)
-	s.modernUp = up
+	r.log.Info("mcp server speaks 2026-07-28: its stateless clients get a process of that era", "server", s.name)
+	s.statelessUp = up
 	return up
 }
 
@@ -471,7 +471,7 @@ func (r *Router) lost(s *server, err error) {
 	s.withdrawn = names
 	s.stateMu.Unlock()
 	s.mu.Lock()
-	s.items, s.modernItems = [4][]json.RawMessage{}, [4][]json.RawMessage{}
+	s.items, s.statelessItems = [4][]json.RawMessage{}, [4][]json.RawMessage{}
 	s.mu.Unlock()
 	r.log.Warn("mcp server lost; its tools are withdrawn until it is back", "server", s.name, "err", err)
 	r.rebuild(kinds...)
@@ -551,15 +551,15 @@ func (r *Router) list(ctx context.Context, s *server, ks ...*listKind) error {
 // differ from its primary's (a server's state is its process's): the merged
 // view shows what either offers.
 func (r *Router) listCompanion(ctx context.Context, s *server, ks ...*listKind) error {
-	s.modernMu.Lock()
-	up := s.modernUp
-	s.modernMu.Unlock()
+	s.statelessMu.Lock()
+	up := s.statelessUp
+	s.statelessMu.Unlock()
 	if up == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return r.listInto(ctx, s, up, &s.modernItems, ks)
+	return r.listInto(ctx, s, up, &s.statelessItems, ks)
 }
 
 func (r *Router) listInto(ctx context.Context, s *server, up Upstream, dst *[4][]json.RawMessage, ks []*listKind) error {
@@ -630,7 +630,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 		lists := make([]serverItems, len(servers))
 		for i, s := range servers {
 			s.mu.Lock()
-			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.modernItems[k.index], k.key)}
+			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.statelessItems[k.index], k.key)}
 			s.mu.Unlock()
 		}
 		var claims nameClaims

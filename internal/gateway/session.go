@@ -14,9 +14,9 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-// LegacyVersions are the session-based protocol versions the gateway serves,
+// SessionVersions are the session-based protocol versions the gateway serves,
 // newest first.
-var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var SessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Info describes the gateway to clients.
 type Info struct {
@@ -42,9 +42,9 @@ type Gateway struct {
 	subs        map[string]map[*Session]struct{} // resource URI → subscribed sessions
 	serverLevel int                              // log level asked of the servers; -1: none yet
 
-	mrtrState mrtrState
-	closing   chan struct{}
-	closeOnce sync.Once
+	multiRoundTripState multiRoundTripState
+	closing             chan struct{}
+	closeOnce           sync.Once
 }
 
 // New returns a gateway serving the router's merged view. Build upstreams
@@ -105,10 +105,10 @@ type Session struct {
 	upsClosed bool                 // Close has closed ups: a session started later is closed, not kept
 
 	// A 2026-07-28 request: one request's client, without a session.
-	modern  bool
-	inputs  chan modernEvent // the call's input requests and final reply
-	direct  bool             // a 2026-07-28 call runs on its request's goroutine
-	failure *wire.Error      // why failModern ended that call
+	stateless bool
+	inputs    chan callEvent // the call's input requests and final reply
+	direct    bool           // a 2026-07-28 call runs on its request's goroutine
+	failure   *wire.Error    // why failStateless ended that call
 }
 
 // Gateway is the gateway the session belongs to.
@@ -200,8 +200,8 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
 		return nil, nil, wire.Errorf(wire.CodeInvalidParams, "initialize needs params with protocolVersion, capabilities and clientInfo")
 	}
-	version := LegacyVersions[0]
-	if slices.Contains(LegacyVersions, p.ProtocolVersion) {
+	version := SessionVersions[0]
+	if slices.Contains(SessionVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
 	s := &Session{
@@ -296,7 +296,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 func (s *Session) resourceNotFound(uri string) *wire.Error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
 	code := int64(-32002)
-	if s.modern {
+	if s.stateless {
 		code = wire.CodeInvalidParams
 	}
 	return &wire.Error{Code: code, Message: "Resource not found: " + uri, Data: data}

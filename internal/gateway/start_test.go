@@ -77,7 +77,7 @@ func TestStartAllRetriesAFailedServer(t *testing.T) {
 // session-era client's to the primary; what either lists is merged.
 func TestDualEraCompanion(t *testing.T) {
 	primary := &scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("both")}}}
-	companion := &modernScripted{scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("both"), tool("modern_only")}}}}
+	companion := &statelessScripted{scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("both"), tool("stateless_only")}}}}
 	var made atomic.Int32
 	r := NewRouter(RouterOptions{})
 	g := New(r, Info{})
@@ -95,7 +95,7 @@ func TestDualEraCompanion(t *testing.T) {
 		t.Fatal(string(r.Error))
 	}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	if r := g.HandleModern(context.Background(), msg(`2`, "tools/call", `{"name":"both",`+meta+`}`), nil); r.Error != nil {
+	if r := g.HandleStateless(context.Background(), msg(`2`, "tools/call", `{"name":"both",`+meta+`}`), nil); r.Error != nil {
 		t.Fatal(string(r.Error))
 	}
 	if got := primary.requests(); len(got) != 1 || !strings.HasPrefix(got[0], `tools/call {"name":"both"}`) {
@@ -115,32 +115,32 @@ func TestDualEraCompanion(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no list_changed after the companion's tools changed")
 	}
-	if got := viewNames(r, kindTools); !slices.Equal(got, []string{"both", "modern_only"}) {
+	if got := viewNames(r, kindTools); !slices.Equal(got, []string{"both", "stateless_only"}) {
 		t.Errorf("merged tools %v, want the primary's and the companion's, once each", got)
 	}
 }
 
-// noModern fails to start as a server of the session era only does.
-type noModern struct{ fakeUpstream }
+// sessionOnly fails to start, as a server of the session era only does.
+type sessionOnly struct{ fakeUpstream }
 
-func (*noModern) Start(context.Context) error { return upstream.ErrNotModern }
+func (*sessionOnly) Start(context.Context) error { return upstream.ErrNotModern }
 
 // TestSessionEraOnlyServerIsBridged: when the companion turns out not to
-// speak 2026-07-28, modern calls go to the primary with the era's _meta
+// speak 2026-07-28, stateless calls go to the primary with the era's _meta
 // removed, and no companion is tried again.
 func TestSessionEraOnlyServerIsBridged(t *testing.T) {
 	primary := &scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("x")}}}
 	var made atomic.Int32
 	r := NewRouter(RouterOptions{})
 	g := New(r, Info{})
-	r.AddDualEra(primary, func() Upstream { made.Add(1); return &noModern{fakeUpstream{name: "d"}} })
+	r.AddDualEra(primary, func() Upstream { made.Add(1); return &sessionOnly{fakeUpstream{name: "d"}} })
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(); _ = r.Close() })
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}`
 	for i := range 2 {
-		if r := g.HandleModern(context.Background(), msg(`1`, "tools/call", `{"name":"x",`+meta+`}`), nil); r.Error != nil {
+		if r := g.HandleStateless(context.Background(), msg(`1`, "tools/call", `{"name":"x",`+meta+`}`), nil); r.Error != nil {
 			t.Fatalf("call %d: %s", i, r.Error)
 		}
 	}

@@ -16,12 +16,12 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-// ModernVersion is the stateless protocol version (no initialize, no
+// StatelessVersion is the stateless protocol version (no initialize, no
 // session; version, identity and capabilities in every request's _meta).
-const ModernVersion = "2026-07-28"
+const StatelessVersion = "2026-07-28"
 
 // SupportedVersions lists every version the gateway serves, newest first.
-var SupportedVersions = append([]string{ModernVersion}, LegacyVersions...)
+var SupportedVersions = append([]string{StatelessVersion}, SessionVersions...)
 
 // _meta keys of the 2026-07-28 era.
 const (
@@ -42,14 +42,14 @@ const (
 	cacheScope    = "private"
 )
 
-// modernSession is a session for one 2026-07-28 request, made of what the
+// statelessSession is a session for one 2026-07-28 request, made of what the
 // request's _meta says about its client.
-func (g *Gateway) modernSession(params json.RawMessage) *Session {
+func (g *Gateway) statelessSession(params json.RawMessage) *Session {
 	meta := wire.Get(params, "_meta")
 	// No outbox: a 2026-07-28 request has no stream but its own (Listen
 	// gives its session one).
 	s := &Session{
-		gw: g, protocolVersion: ModernVersion, modern: true,
+		gw: g, protocolVersion: StatelessVersion, stateless: true,
 		clientInfo: wire.Get(meta, MetaClientInfo), capabilities: wire.Get(meta, MetaClientCapabilities),
 		done:  make(chan struct{}),
 		calls: map[string]*call{}, logLevel: -1, // outgoing and subs are made when first needed
@@ -63,12 +63,12 @@ func (g *Gateway) modernSession(params json.RawMessage) *Session {
 	return s
 }
 
-// HandleModern answers one request of the 2026-07-28 era. ctx ends when
+// HandleStateless answers one request of the 2026-07-28 era. ctx ends when
 // the client closes the request's stream, which cancels the request.
-func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stream) Reply {
+func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream Stream) Reply {
 	// The session is this request's alone; it is not closed here, since a
 	// call waiting for the client's input outlives the request.
-	s := g.modernSession(m.Params)
+	s := g.statelessSession(m.Params)
 	switch m.Method {
 	case "server/discover":
 		return g.discover()
@@ -77,7 +77,7 @@ func (g *Gateway) HandleModern(ctx context.Context, m *wire.Message, stream Stre
 	case "resources/read":
 		return withCaching(s.Handle(ctx, m, stream), 0)
 	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
-		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, ModernVersion))
+		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, StatelessVersion))
 	case "tools/call", "prompts/get", "completion/complete":
 		// A requestState of the gateway's own resumes a call waiting here;
 		// any other belongs to a 2026-07-28 server and travels to it.
@@ -109,7 +109,7 @@ func (g *Gateway) discover() Reply {
 	return Reply{Result: b}
 }
 
-// complete marks a result of a legacy server as complete, the way the
+// complete marks a result of a session-era server as complete, the way the
 // 2026-07-28 era expects every final result to be marked.
 func complete(r Reply) Reply {
 	if r.Result == nil || wire.Get(r.Result, "resultType") != nil {
@@ -146,7 +146,7 @@ func mustJSON(v any) []byte {
 }
 
 // Multi round-trip requests. A 2026-07-28 client cannot receive requests
-// from a server; when a legacy server asks for input during its call, the
+// from a server; when a session-era server asks for input during its call, the
 // gateway answers the client with an input-required result and keeps the
 // server's call waiting. The client's retry carries the answers and the
 // gateway's requestState, which names the waiting call and is signed, so it
@@ -157,7 +157,7 @@ type inputWait struct {
 	id      string
 	method  string
 	name    string // the tool or prompt, so a retry cannot move to another
-	events  chan modernEvent
+	events  chan callEvent
 	pending *inputRequest // the request the client must answer
 	expires *time.Timer
 	stream  *switchStream      // the call's messages go to the latest retry
@@ -172,41 +172,41 @@ type inputRequest struct {
 	answer chan *wire.Message
 }
 
-// modernEvent is what a server call running for a modern client produces
+// callEvent is what a server call running for a stateless client produces
 // next: its final reply, or a request for input.
-type modernEvent struct {
+type callEvent struct {
 	reply Reply
 	input *inputRequest
 }
 
 const inputWaitTTL = 10 * time.Minute
 
-type mrtrState struct {
+type multiRoundTripState struct {
 	once  sync.Once
 	key   []byte
 	mu    sync.Mutex
 	waits map[string]*inputWait
 }
 
-func (g *Gateway) mrtr() *mrtrState {
-	g.mrtrState.once.Do(func() {
-		g.mrtrState.key = make([]byte, 32)
-		_, _ = rand.Read(g.mrtrState.key)
-		g.mrtrState.waits = map[string]*inputWait{}
+func (g *Gateway) multiRoundTrip() *multiRoundTripState {
+	g.multiRoundTripState.once.Do(func() {
+		g.multiRoundTripState.key = make([]byte, 32)
+		_, _ = rand.Read(g.multiRoundTripState.key)
+		g.multiRoundTripState.waits = map[string]*inputWait{}
 	})
-	return &g.mrtrState
+	return &g.multiRoundTripState
 }
 
 // statePrefix marks the requestStates the gateway issues itself.
 const statePrefix = "mcp-gateway:"
 
-func (st *mrtrState) sign(id string) string {
+func (st *multiRoundTripState) sign(id string) string {
 	mac := hmac.New(sha256.New, st.key)
 	mac.Write([]byte(id))
 	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(id)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-func (st *mrtrState) verify(state string) (string, bool) {
+func (st *multiRoundTripState) verify(state string) (string, bool) {
 	idPart, macPart, ok := strings.Cut(state, ".")
 	if !ok {
 		return "", false
@@ -221,23 +221,23 @@ func (st *mrtrState) verify(state string) (string, bool) {
 	return string(id), hmac.Equal(got, mac.Sum(nil))
 }
 
-// forwardModern runs a server call for a modern client in the background,
+// forwardStateless runs a server call for a stateless client in the background,
 // so that it can outlive this HTTP request while the client answers an
 // input request, and returns its first event. A client that can be asked
-// for nothing has its call run directly (forwardModernDirect).
-func (s *Session) forwardModern(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+// for nothing has its call run directly (forwardStatelessDirect).
+func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	if !s.canBeAsked() {
-		return s.forwardModernDirect(ctx, m, stream, srv, params)
+		return s.forwardStatelessDirect(ctx, m, stream, srv, params)
 	}
 	g := s.gw
-	events := make(chan modernEvent, 4)
+	events := make(chan callEvent, 4)
 	s.inputs = events
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	sw := &switchStream{cur: stream}
 	go func() {
 		defer cancel()
 		select { // nobody may be waiting any more: never block
-		case events <- modernEvent{reply: s.forwardLegacy(callCtx, m, sw, srv, params)}:
+		case events <- callEvent{reply: s.forwardObserved(callCtx, m, sw, srv, params)}:
 		default:
 		}
 	}()
@@ -257,16 +257,16 @@ func (s *Session) canBeAsked() bool {
 	return false
 }
 
-// forwardModernDirect runs a call on its request's goroutine: its client
+// forwardStatelessDirect runs a call on its request's goroutine: its client
 // can be asked for nothing, so the call never waits for input and never
 // outlives its request, and needs neither a goroutine of its own nor a
 // hand-off of its answer. A server's request to such a client ends the
-// call at once with the error failModern gives, as on the other path.
-func (s *Session) forwardModernDirect(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+// call at once with the error failStateless gives, as on the other path.
+func (s *Session) forwardStatelessDirect(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
 	s.mu.Lock()
 	s.direct = true
 	s.mu.Unlock()
-	reply := s.forwardLegacy(ctx, m, stream, srv, params)
+	reply := s.forwardObserved(ctx, m, stream, srv, params)
 	s.mu.Lock()
 	failure := s.failure
 	s.mu.Unlock()
@@ -290,7 +290,7 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 		if w.id == "" {
 			w.id = g.newID("gw-input-")
 		}
-		st := g.mrtr()
+		st := g.multiRoundTrip()
 		st.mu.Lock()
 		st.waits[w.id] = w
 		st.mu.Unlock()
@@ -314,7 +314,7 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 
 // resume continues a waiting call with the client's answer from a retry.
 func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, state string) Reply {
-	st := g.mrtr()
+	st := g.multiRoundTrip()
 	id, ok := st.verify(state)
 	if !ok {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "invalid requestState: it was not issued by this gateway or was altered"))
@@ -340,12 +340,12 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 	return g.await(ctx, w, w.cancel)
 }
 
-// askModern turns a server's request to a modern client into an input
+// askStateless turns a server's request to a stateless client into an input
 // request of the call in flight, and waits for the client's answer.
-func (s *Session) askModern(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+func (s *Session) askStateless(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
 	in := &inputRequest{key: s.gw.newID("input-"), method: method, params: params, answer: make(chan *wire.Message, 1)}
 	select {
-	case s.inputs <- modernEvent{input: in}:
+	case s.inputs <- callEvent{input: in}:
 	case <-ctx.Done():
 		return nil, wire.Errorf(wire.CodeInternalError, "%s: %v", method, ctx.Err())
 	}
@@ -364,10 +364,10 @@ func (s *Session) askModern(ctx context.Context, method string, params json.RawM
 // request that needs a client capability the client did not declare.
 const codeMissingRequiredClientCapabilities = -32021
 
-// failModern ends the modern client's request in flight with an error.
-func (s *Session) failModern(e *wire.Error) {
+// failStateless ends the stateless client's request in flight with an error.
+func (s *Session) failStateless(e *wire.Error) {
 	s.mu.Lock()
-	if s.direct { // the call's own cancel ends it; forwardModernDirect answers e
+	if s.direct { // the call's own cancel ends it; forwardStatelessDirect answers e
 		s.failure = e
 		for _, c := range s.calls {
 			c.cancel()
@@ -377,7 +377,7 @@ func (s *Session) failModern(e *wire.Error) {
 	}
 	s.mu.Unlock()
 	select {
-	case s.inputs <- modernEvent{reply: errorReply(e)}:
+	case s.inputs <- callEvent{reply: errorReply(e)}:
 	default:
 	}
 }

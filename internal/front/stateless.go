@@ -27,19 +27,19 @@ const (
 	codeMissingRequiredClientCapabilities = -32021
 )
 
-// serveModern serves one request of the 2026-07-28 era: no session; its
+// serveStateless serves one request of the 2026-07-28 era: no session; its
 // version, identity and capabilities ride in its _meta, mirrored in headers
 // that must match the body. Closing the response stream cancels it.
-func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) {
+func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway, m *wire.Message) {
 	switch {
 	case m.IsResponse():
-		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest, "a %s client sends no JSON-RPC responses", gateway.ModernVersion))
+		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest, "a %s client sends no JSON-RPC responses", gateway.StatelessVersion))
 		return
 	case m.IsNotification():
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if werr := h.validateModern(r, gw, m); werr != nil {
+	if werr := h.validateStateless(r, gw, m); werr != nil {
 		if werr.Code == wire.CodeUnsupportedProtocolVersion {
 			h.refuseVersion(w, m, r.Header.Get(headerProtocolVersion))
 			return
@@ -50,7 +50,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 	// Closing the stream, the client's doing or the gateway's (a client too
 	// slow to read it), cancels the request.
 	ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "stateless", Method: m.Method, ID: m.ID, Params: m.Params,
-		ProtocolVersion: gateway.ModernVersion, Header: r.Header})
+		ProtocolVersion: gateway.StatelessVersion, Header: r.Header})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st := &stream{h: h, w: w, ctx: r.Context(), cancel: cancel, reqID: m.ID}
@@ -63,7 +63,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 			return
 		}
 	} else {
-		reply = gw.HandleModern(ctx, m, st)
+		reply = gw.HandleStateless(ctx, m, st)
 	}
 	if reply.Error != nil {
 		switch wire.DecodeError(reply.Error).Code {
@@ -77,8 +77,8 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, gw *gatewa
 	done(reply)
 }
 
-// validateModern checks a modern request's version and its headers against its body.
-func (h *Handler) validateModern(r *http.Request, gw *gateway.Gateway, m *wire.Message) *wire.Error {
+// validateStateless checks a stateless request's version and its headers against its body.
+func (h *Handler) validateStateless(r *http.Request, gw *gateway.Gateway, m *wire.Message) *wire.Error {
 	headerVersion := r.Header.Get(headerProtocolVersion)
 	meta := wire.Get(m.Params, "_meta")
 	metaVersion, _ := wire.GetString(meta, gateway.MetaProtocolVersion)
@@ -89,11 +89,11 @@ func (h *Handler) validateModern(r *http.Request, gw *gateway.Gateway, m *wire.M
 		return wire.Errorf(wire.CodeInvalidParams, "missing _meta %q: a %s request carries its protocol version in _meta", gateway.MetaProtocolVersion, headerVersion)
 	case headerVersion != metaVersion:
 		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerProtocolVersion, headerVersion, metaVersion)
-	case headerVersion != gateway.ModernVersion:
+	case headerVersion != gateway.StatelessVersion:
 		return &wire.Error{Code: wire.CodeUnsupportedProtocolVersion}
 	}
 	if v := wire.Get(meta, gateway.MetaClientCapabilities); v == nil || v[0] != '{' {
-		return wire.Errorf(wire.CodeInvalidParams, "missing or invalid _meta %q: every %s request carries its client's capabilities", gateway.MetaClientCapabilities, gateway.ModernVersion)
+		return wire.Errorf(wire.CodeInvalidParams, "missing or invalid _meta %q: every %s request carries its client's capabilities", gateway.MetaClientCapabilities, gateway.StatelessVersion)
 	}
 	method := r.Header.Get(headerMethod)
 	if method == "" {
