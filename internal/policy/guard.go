@@ -128,8 +128,22 @@ func (g *Guard) Permits(c *gateway.GuardCall) bool {
 	if req.Args == nil {
 		req.Args = json.RawMessage(`{}`)
 	}
-	d := set.Decide(req)
+	d := g.decide(set, req, c.GuardItem)
 	return d.Allow && d.Approval == ""
+}
+
+// decide decides a request; a resource read through a template the
+// policies forbid is refused by that forbid, whatever its URI's decision.
+func (g *Guard) decide(set *Set, req *Request, it gateway.GuardItem) Decision {
+	d := set.Decide(req)
+	if d.Allow && it.Template != "" && set != nil {
+		t := *req
+		t.Name = it.Template
+		if td := set.Decide(&t); !td.Allow && !td.Default {
+			return td
+		}
+	}
+	return d
 }
 
 // Admit decides a call: refused with an error naming the policy, held for
@@ -146,7 +160,7 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		args = json.RawMessage(`{}`)
 	}
 	req.Args, req.Time = args, began
-	d := set.Decide(req)
+	d := g.decide(set, req, c.GuardItem)
 	var rec *audit.Record // nil when not audited: a decision builds no record for nothing
 	if g.Audit != nil {
 		rec = g.record(c, req, set, d)

@@ -240,3 +240,32 @@ func TestGuardCountsDecisions(t *testing.T) {
 		t.Errorf("counted %v with no policy", none)
 	}
 }
+
+// A forbid of a resource template refuses a read of a URI made from it:
+// the template is hidden from resources/templates/list, and the URI (not
+// listed itself) must not be readable by filling the template in.
+func TestGuardTemplateForbidsItsURIs(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-secrets")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"file:///secret/{name}");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(set), Principal: "default"}
+	for _, c := range []struct {
+		template string
+		denied   bool
+	}{
+		{"file:///secret/{name}", true},
+		{"file:///public/{name}", false},
+		{"", false},
+	} {
+		call := &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardResource, Server: "fs", Name: "file:///secret/key", Template: c.template}, Method: "resources/read"}
+		_, werr := g.Admit(context.Background(), call)
+		if (werr != nil) != c.denied || (werr != nil && !strings.Contains(werr.Message, `"no-secrets"`)) {
+			t.Errorf("read through template %q: %v, want denied %v", c.template, werr, c.denied)
+		}
+		if g.Permits(call) == c.denied {
+			t.Errorf("Permits through template %q = %v", c.template, !c.denied)
+		}
+	}
+}
