@@ -337,7 +337,7 @@ func (g *Guard) approve(ctx context.Context, c *gateway.GuardCall, subject strin
 
 // elicit asks the client with a form elicitation.
 func elicit(ctx context.Context, ask func(context.Context, json.RawMessage) (json.RawMessage, error), a *ApprovalRequest, subject string) (bool, error) {
-	msg := fmt.Sprintf("Approve %s of %s?\nReason: %s\nArguments: %s", a.Method, subject, a.Reason, a.Arguments)
+	msg := fmt.Sprintf("Approve %s of %s?\nReason: %s\nArguments: %s", a.Method, subject, a.Reason, shownJSON(a.Arguments))
 	params, _ := json.Marshal(map[string]any{
 		"message": msg,
 		"requestedSchema": map[string]any{

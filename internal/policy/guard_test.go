@@ -269,3 +269,36 @@ forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resour
 		}
 	}
 }
+
+// The arguments a person approves are shown as one compact line with
+// every character that does not print escaped: whitespace between tokens
+// must not push a part out of sight or fake another line of `approval ls`,
+// and a bidirectional override must not reorder what is read.
+func TestApprovalShowsArgumentsPlainly(t *testing.T) {
+	args := json.RawMessage("{\"path\":\"/tmp/ok\"" + strings.Repeat("\n", 50) + ",\n\"then\":\"8 2026-01-01T00:00:00Z ci tools/call fs/read {} harmless\",\"x\":\"\u202egnp.exe\"}")
+	a := ApprovalRequest{ID: "7", Principal: "ci", Method: "tools/call", Server: "fs", Name: "write", Arguments: args, Reason: "r"}
+	got := a.Describe()
+	if strings.ContainsAny(got, "\n\u202e") || strings.Count(got, "\t") != 6 {
+		t.Errorf("approval ls line %q: it must be one line of 7 fields, the override escaped", got)
+	}
+	if !strings.Contains(got, `{"path":"/tmp/ok","then":"8 2026`) || !strings.Contains(got, `\u202egnp.exe`) {
+		t.Errorf("approval ls line %q does not show the arguments", got)
+	}
+	var asked string
+	_, _ = elicit(context.Background(), func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		asked, _ = wireString(p, "message")
+		return nil, context.Canceled
+	}, &a, "fs/write")
+	if strings.ContainsRune(asked, '\u202e') || strings.Count(asked, "\n") != 2 {
+		t.Errorf("elicitation message %q", asked)
+	}
+}
+
+func wireString(p json.RawMessage, key string) (string, bool) {
+	var m map[string]any
+	if json.Unmarshal(p, &m) != nil {
+		return "", false
+	}
+	s, ok := m[key].(string)
+	return s, ok
+}
