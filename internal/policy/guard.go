@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
@@ -285,10 +286,19 @@ func outcome(r gateway.Reply) (string, string) {
 	return "ok", ""
 }
 
+// maxClientName bounds the client's name/version in a record: it is the
+// client's to choose, and a record per call carrying megabytes of it would
+// rotate the older records out of the audit log (--audit-max-bytes) within
+// a few calls.
+const maxClientName = 256
+
 func clientName(info json.RawMessage) string {
 	name, _ := wire.GetString(info, "name")
 	if v, _ := wire.GetString(info, "version"); v != "" {
 		name += "/" + v
+	}
+	if len(name) > maxClientName {
+		name = strings.ToValidUTF8(name[:maxClientName], "") + "…"
 	}
 	return name
 }

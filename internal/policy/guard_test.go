@@ -302,3 +302,34 @@ func wireString(p json.RawMessage, key string) (string, bool) {
 	s, ok := m[key].(string)
 	return s, ok
 }
+
+// The client's name in a record is bounded: a client choosing a name of
+// megabytes must not make each of its calls' records that long (and so
+// rotate the older records out of the log in a few calls).
+func TestGuardAuditBoundsClientName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(nil), Principal: "default", Audit: l}
+	info, _ := json.Marshal(map[string]string{"name": strings.Repeat("é", 1<<20), "version": "1"})
+	done, werr := g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: "read"},
+		Method: "tools/call", Arguments: json.RawMessage(`{}`), ClientInfo: info})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	done(gateway.Reply{Result: json.RawMessage(`{"content":[]}`)})
+	l.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 2048 {
+		t.Fatalf("one call's record is %d bytes long", len(b))
+	}
+	var rec audit.Record
+	if err := json.Unmarshal(b, &rec); err != nil || !strings.HasPrefix(rec.Client, "éé") || !strings.HasSuffix(rec.Client, "…") {
+		t.Fatalf("client %q (%v)", rec.Client, err)
+	}
+}
