@@ -339,10 +339,7 @@ func (s *Session) guardedModern(ctx context.Context, m *wire.Message, stream Str
 		default:
 		}
 	}()
-	w := &inputWait{method: m.Method, name: c.Name, events: events, stream: sw, cancel: cancel}
-	if name, ok := wire.GetString(m.Params, "name"); ok {
-		w.name = name
-	}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 
