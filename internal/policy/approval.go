@@ -53,11 +53,27 @@ type answer struct {
 	by string
 }
 
+// MaxPendingPerPrincipal bounds the calls of one principal (a sandbox)
+// waiting for approval at once: beyond it a call is denied at once, so one
+// sandbox cannot bury the others' requests in `approval ls` (nor hold a
+// goroutine per call it makes).
+const MaxPendingPerPrincipal = 32
+
 // Ask queues the request and waits for its answer.
 func (q *Queue) Ask(ctx context.Context, a *ApprovalRequest) (bool, string, error) {
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[string]*waiting{}
+	}
+	n := 0
+	for _, w := range q.pending {
+		if w.req.Principal == a.Principal {
+			n++
+		}
+	}
+	if n >= MaxPendingPerPrincipal {
+		q.mu.Unlock()
+		return false, "", fmt.Errorf("%d calls of %q already wait for approval; answer them (`mcp-gateway approval ls`) before more are queued", n, a.Principal)
 	}
 	q.next++
 	a.ID = strconv.FormatUint(q.next, 10)

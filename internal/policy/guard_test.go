@@ -333,3 +333,39 @@ func TestGuardAuditBoundsClientName(t *testing.T) {
 		t.Fatalf("client %q (%v)", rec.Client, err)
 	}
 }
+
+// One principal's calls waiting for approval are bounded: past the limit
+// its calls are denied at once, and another principal's still queue.
+func TestQueueBoundsAPrincipal(t *testing.T) {
+	q := &Queue{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < MaxPendingPerPrincipal; i++ {
+		go q.Ask(ctx, &ApprovalRequest{Principal: "noisy", Name: "t"}) //nolint:errcheck // ends with cancel
+	}
+	for len(q.List()) < MaxPendingPerPrincipal {
+		time.Sleep(time.Millisecond)
+	}
+	ended, end := context.WithCancel(context.Background())
+	end() // refused before waiting: a wait would end at once with ctx's error instead
+	if ok, _, err := q.Ask(ended, &ApprovalRequest{Principal: "noisy", Name: "t"}); ok || err == nil || !strings.Contains(err.Error(), "already wait") {
+		t.Fatalf("one call past the limit: %v %v, want refused at once", ok, err)
+	}
+	got := make(chan bool, 1)
+	go func() {
+		ok, _, _ := q.Ask(ctx, &ApprovalRequest{Principal: "quiet", Name: "t"})
+		got <- ok
+	}()
+	var id string
+	for id == "" {
+		for _, a := range q.List() {
+			if a.Principal == "quiet" {
+				id = a.ID
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := q.Answer(id, true, "me"); err != nil || !<-got {
+		t.Fatalf("another principal's call: %v", err)
+	}
+}
