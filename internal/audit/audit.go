@@ -157,19 +157,35 @@ func lastRecord(path string) (*tail, int64, error) {
 		return nil, 0, err
 	}
 	size := st.Size()
-	// Read the last 64 KiB at most: a record is far smaller.
-	off := max(size-64<<10, 0)
-	b := make([]byte, size-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return nil, 0, err
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if seq, _, hash, ok := parseLine(lines[i]); ok {
-			return &tail{seq: seq, hash: hash}, size, nil
+	// Read the last 64 KiB, and more while no line in it is whole: a
+	// record with a client's arguments in full may be longer, and taking
+	// its tail for no record would start a new chain at Genesis.
+	for window := int64(64 << 10); ; window *= 2 {
+		off := max(size-window, 0)
+		b := make([]byte, size-off)
+		if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, err
+		}
+		b = bytes.TrimRight(b, "\n")
+		if off > 0 {
+			// The window's first line may be cut: only what follows a
+			// newline is whole.
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				continue
+			}
+			b = b[i+1:]
+		}
+		lines := bytes.Split(b, []byte("\n"))
+		for i := len(lines) - 1; i >= 0; i-- {
+			if seq, _, hash, ok := parseLine(lines[i]); ok {
+				return &tail{seq: seq, hash: hash}, size, nil
+			}
+		}
+		if off == 0 {
+			return nil, size, nil
 		}
 	}
-	return nil, size, nil
 }
 
 // Write appends a record, filling in its seq, time and chain.

@@ -127,3 +127,33 @@ func TestArgumentsNeverInFullByDefault(t *testing.T) {
 		t.Fatalf("record %s", b)
 	}
 }
+
+// A record longer than the tail Open reads first (a call's arguments in
+// full) must still be found: otherwise the chain restarts at Genesis after
+// a restart and Verify reports it broken.
+func TestOpenContinuesAfterALongRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, Options{Arguments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, l, 2)
+	big := []byte(`{"text":"` + strings.Repeat("x", 200<<10) + `"}`)
+	if err := l.Write(&Record{Type: "call", Server: "everything", Name: "echo", Args: big}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, err = Open(path, Options{Arguments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, l, 1)
+	l.Close()
+	res, err := Verify(Files(path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 0 || res.Records != 4 {
+		t.Fatalf("after a restart following a long record: %d records, problems %v", res.Records, res.Problems)
+	}
+}

@@ -513,7 +513,7 @@ func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMess
 		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-subscribe-") + `"`), Method: "resources/subscribe", Params: params}
 	}
 	// Decided like resources/read of the resource (see guardedRef).
-	return s.guardedRef(ctx, m, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, nil, func() Reply {
+	return s.guardedRef(ctx, m, g.Router.resourceItem(srv, uri), nil, func() Reply {
 		return g.subscribeAdmitted(ctx, s, srv, uri, params, m, stream)
 	})
 }

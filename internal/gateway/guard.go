@@ -39,6 +39,11 @@ type GuardItem struct {
 	Server string          // the server's name ("" for a built-in tool)
 	Name   string          // the original name; a resource's URI
 	Def    json.RawMessage // its definition as listed (annotations); nil for a read of an unlisted URI
+	// Template is, for a resource that is not listed but matches a listed
+	// template, that template's URI template: a forbid of the template
+	// refuses its URIs too (it hides the template from the list; without
+	// this, a read of a URI made from it would go through).
+	Template string
 }
 
 // GuardCall is one call the guard decides.
@@ -123,6 +128,20 @@ func guardItem(k *listKind, it *item) GuardItem {
 		gi.Kind = GuardTemplate
 	default:
 		gi.Kind = GuardResource
+	}
+	return gi
+}
+
+// resourceItem is the GuardItem of a resource by URI, served by srv.
+func (r *Router) resourceItem(srv *server, uri string) GuardItem {
+	gi := GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}
+	if r.view(kindResources).byKey[uri] == nil {
+		for _, it := range r.view(kindTemplates).items {
+			if it.server == srv && it.match.matches(uri) {
+				gi.Template = it.original
+				break
+			}
+		}
 	}
 	return gi
 }
@@ -320,10 +339,7 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 		default:
 		}
 	}()
-	w := &inputWait{method: m.Method, name: c.Name, events: events, stream: sw, cancel: cancel}
-	if name, ok := wire.GetString(m.Params, "name"); ok {
-		w.name = name
-	}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 

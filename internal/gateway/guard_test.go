@@ -239,3 +239,56 @@ func TestGuardFiltersCompletionValues(t *testing.T) {
 		t.Fatalf("completion: %s %s", reply.Result, reply.Error)
 	}
 }
+
+// askGuard asks the client to approve every call (as a policy with
+// @requireApproval does) and admits it when approved.
+type askGuard struct{ denyGuard }
+
+func (a *askGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wire.Error) {
+	if c.Elicit == nil {
+		return nil, wire.Errorf(-32003, "cannot ask")
+	}
+	res, err := c.Elicit(ctx, json.RawMessage(`{"message":"approve?","requestedSchema":{"type":"object"}}`))
+	if err != nil || string(wire.Get(wire.Get(res, "content"), "approve")) != "true" {
+		return nil, wire.Errorf(-32003, "not approved")
+	}
+	return nil, nil
+}
+
+// A 2026-07-28 client's call that needs approval gets the question as an
+// input_required result, and its retry with the answer runs the call:
+// tools/call and resources/read alike.
+func TestGuardApprovalModern(t *testing.T) {
+	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
+	g := gatewayWith(t, RouterOptions{}, a)
+	g.Guard = &askGuard{}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	for _, c := range []struct{ method, params string }{
+		{"tools/call", `{"name":"echo","arguments":{},` + meta + `}`},
+		{"resources/read", `{"uri":"mem://a",` + meta + `}`},
+	} {
+		first := g.HandleModern(context.Background(), msg(`1`, c.method, c.params), nil)
+		if string(wire.Get(first.Result, "resultType")) != `"input_required"` {
+			t.Fatalf("%s: %s %s, want input_required", c.method, first.Result, first.Error)
+		}
+		var res struct {
+			InputRequests map[string]json.RawMessage
+			RequestState  string
+		}
+		if err := json.Unmarshal(first.Result, &res); err != nil || len(res.InputRequests) != 1 {
+			t.Fatalf("%s: %s", c.method, first.Result)
+		}
+		var key string
+		for k := range res.InputRequests {
+			key = k
+		}
+		retry := strings.Replace(c.params, `"_meta"`, `"requestState":"`+res.RequestState+`","inputResponses":{"`+key+`":{"action":"accept","content":{"approve":true}}},"_meta"`, 1)
+		second := g.HandleModern(context.Background(), msg(`2`, c.method, retry), nil)
+		if second.Error != nil || string(wire.Get(second.Result, "resultType")) != `"complete"` {
+			t.Errorf("%s retried with the approval: %s %s, want its complete result", c.method, second.Result, second.Error)
+		}
+	}
+	if got := len(a.requests()); got != 2 {
+		t.Errorf("the server saw %d requests, want 2 (each approved call once)", got)
+	}
+}

@@ -271,7 +271,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		if srv == nil {
 			return errorReply(s.resourceNotFound(uri))
 		}
-		return s.guarded(ctx, m, stream, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func(ctx context.Context, stream Stream) Reply {
+		return s.guarded(ctx, m, stream, r.resourceItem(srv, uri), func(ctx context.Context, stream Stream) Reply {
 			return s.forward(ctx, m, stream, srv, m.Params)
 		})
 	case "resources/subscribe":
@@ -371,7 +371,7 @@ func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) 
 			})
 		}
 		if srv := r.resourceServer(uri); srv != nil {
-			return s.guardedCompletion(ctx, m, GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}, func() Reply {
+			return s.guardedCompletion(ctx, m, r.resourceItem(srv, uri), func() Reply {
 				return s.forward(ctx, m, stream, srv, m.Params)
 			})
 		}

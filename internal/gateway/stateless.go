@@ -75,6 +75,10 @@ func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream S
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 		return withCaching(s.Handle(ctx, m, stream), listTTLMillis)
 	case "resources/read":
+		// A read waiting for approval (see guardedModern) resumes the same way.
+		if state, ok := wire.GetString(m.Params, "requestState"); ok && strings.HasPrefix(state, statePrefix) {
+			return withCaching(g.resume(ctx, m, stream, strings.TrimPrefix(state, statePrefix)), 0)
+		}
 		return withCaching(s.Handle(ctx, m, stream), 0)
 	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
 		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, StatelessVersion))
@@ -241,9 +245,18 @@ func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream 
 		default:
 		}
 	}()
-	name, _ := wire.GetString(m.Params, "name")
-	w := &inputWait{method: m.Method, name: name, events: events, stream: sw, cancel: cancel}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
+}
+
+// waitName is what a waiting call's retry must name again: the tool or
+// prompt, or the resource read.
+func waitName(params json.RawMessage) string {
+	if name, ok := wire.GetString(params, "name"); ok {
+		return name
+	}
+	uri, _ := wire.GetString(params, "uri")
+	return uri
 }
 
 // canBeAsked reports whether the client declared a capability a server
@@ -327,7 +340,7 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState already used or expired: send the request again without it"))
 	}
 	w.expires.Stop()
-	name, _ := wire.GetString(m.Params, "name")
+	name := waitName(m.Params)
 	if m.Method != w.method || name != w.name {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState belongs to %s %q, not %s %q", w.method, w.name, m.Method, name))
 	}

@@ -418,11 +418,18 @@ func (h *Host) checkRegister(sandboxName, server string) error {
 	d := e.Decide(&policy.Request{Principal: sandboxName, Sandbox: true, Action: policy.ActionRegister, Kind: policy.TypeServer,
 		Server: serverForPolicy(server, h.state.Servers[server]), Time: time.Now()})
 	rec := &audit.Record{Type: "call", Principal: sandboxName, Action: policy.ActionRegister, Server: server, Policies: d.Policies, Decision: "allow"}
-	if !d.Allow {
+	why := d.Reason()
+	if d.Allow && d.Approval != "" {
+		// Attaching runs under the host's lock: it cannot wait for a
+		// person, and a permit asking for one must not let it through.
+		why += "; nobody is asked to approve an attachment (mcp-add, load): permit it without @requireApproval"
+		rec.Detail = why
+	}
+	if !d.Allow || d.Approval != "" {
 		h.gov.countRegister(sandboxName, policy.ResultDeny)
 		rec.Decision, rec.Outcome = "deny", "denied"
 		h.gov.write(rec)
-		return fmt.Errorf("mcp-gateway policy: attaching mcp server %q to sandbox %q is denied: %s", server, sandboxName, d.Reason())
+		return fmt.Errorf("mcp-gateway policy: attaching mcp server %q to sandbox %q is denied: %s", server, sandboxName, why)
 	}
 	h.gov.countRegister(sandboxName, policy.ResultPermit)
 	h.gov.write(rec)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,5 +80,24 @@ func TestRemoveSandboxRemovesItsPolicies(t *testing.T) {
 	// Removing a sandbox without policies of its own removes none.
 	if res, err := h.RemoveSandboxReport("a"); err != nil || len(res.Policies) != 0 {
 		t.Errorf("sandbox rm without policies: %+v %v", res, err)
+	}
+}
+
+// A permit of register that asks for approval does not attach the server
+// unasked: nobody can be asked while attaching, so it is denied.
+func TestRegisterNeedingApprovalIsDenied(t *testing.T) {
+	h := openHost(t, t.TempDir())
+	mustAdd(t, h, localServer(t, "mem"))
+	mustSandbox(t, h, "a")
+	if _, err := h.SetPolicy(PolicyRequest{Name: "ask", Text: `@id("ask-register") @requireApproval("a person decides")
+permit(principal, action == MCP::Action::"register", resource == MCP::Server::"mem");`}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Load(context.Background(), "mem", "a")
+	if err == nil || !strings.Contains(err.Error(), "nobody is asked to approve") {
+		t.Fatalf("load under a permit asking for approval: %v, want denied", err)
+	}
+	if slices.Contains(h.state.Sandboxes["a"].Servers, "mem") {
+		t.Fatal("the server was attached without approval")
 	}
 }

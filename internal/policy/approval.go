@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf16"
 )
 
 // ApprovalRequest is a call waiting for a person's approval.
@@ -50,11 +53,27 @@ type answer struct {
 	by string
 }
 
+// MaxPendingPerPrincipal bounds the calls of one principal (a sandbox)
+// waiting for approval at once: beyond it a call is denied at once, so one
+// sandbox cannot bury the others' requests in `approval ls` (nor hold a
+// goroutine per call it makes).
+const MaxPendingPerPrincipal = 32
+
 // Ask queues the request and waits for its answer.
 func (q *Queue) Ask(ctx context.Context, a *ApprovalRequest) (bool, string, error) {
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[string]*waiting{}
+	}
+	n := 0
+	for _, w := range q.pending {
+		if w.req.Principal == a.Principal {
+			n++
+		}
+	}
+	if n >= MaxPendingPerPrincipal {
+		q.mu.Unlock()
+		return false, "", fmt.Errorf("%d calls of %q already wait for approval; answer them (`mcp-gateway approval ls`) before more are queued", n, a.Principal)
 	}
 	q.next++
 	a.ID = strconv.FormatUint(q.next, 10)
@@ -120,5 +139,29 @@ func (a ApprovalRequest) Describe() string {
 	if a.Server != "" {
 		subject = a.Server + "/" + a.Name
 	}
-	return strings.Join([]string{a.ID, a.Time.Format(time.RFC3339), a.Principal, a.Method, subject, string(a.Arguments), a.Reason}, "\t")
+	return strings.Join([]string{a.ID, a.Time.Format(time.RFC3339), a.Principal, a.Method, subject, shownJSON(a.Arguments), a.Reason}, "\t")
+}
+
+// shownJSON renders a call's arguments for the person who approves it:
+// compact (the arguments are the caller's bytes, and whitespace between
+// their tokens, newlines included, could push a part out of sight or make
+// a line that reads as another request) and with every character that
+// does not print (a bidirectional override reorders what is shown) as a
+// \u escape, which JSON reads as the same string.
+func shownJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return strconv.Quote(string(raw))
+	}
+	var b strings.Builder
+	for _, r := range buf.String() {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, "\\u%04x", u)
+		}
+	}
+	return b.String()
 }

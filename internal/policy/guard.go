@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
@@ -128,8 +129,22 @@ func (g *Guard) Permits(c *gateway.GuardCall) bool {
 	if req.Args == nil {
 		req.Args = json.RawMessage(`{}`)
 	}
-	d := set.Decide(req)
+	d := g.decide(set, req, c.GuardItem)
 	return d.Allow && d.Approval == ""
+}
+
+// decide decides a request; a resource read through a template the
+// policies forbid is refused by that forbid, whatever its URI's decision.
+func (g *Guard) decide(set *Set, req *Request, it gateway.GuardItem) Decision {
+	d := set.Decide(req)
+	if d.Allow && it.Template != "" && set != nil {
+		t := *req
+		t.Name = it.Template
+		if td := set.Decide(&t); !td.Allow && !td.Default {
+			return td
+		}
+	}
+	return d
 }
 
 // Admit decides a call: refused with an error naming the policy, held for
@@ -146,7 +161,7 @@ func (g *Guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.R
 		args = json.RawMessage(`{}`)
 	}
 	req.Args, req.Time = args, began
-	d := set.Decide(req)
+	d := g.decide(set, req, c.GuardItem)
 	var rec *audit.Record // nil when not audited: a decision builds no record for nothing
 	if g.Audit != nil {
 		rec = g.record(c, req, set, d)
@@ -271,10 +286,19 @@ func outcome(r gateway.Reply) (string, string) {
 	return "ok", ""
 }
 
+// maxClientName bounds the client's name/version in a record: it is the
+// client's to choose, and a record per call carrying megabytes of it would
+// rotate the older records out of the audit log (--audit-max-bytes) within
+// a few calls.
+const maxClientName = 256
+
 func clientName(info json.RawMessage) string {
 	name, _ := wire.GetString(info, "name")
 	if v, _ := wire.GetString(info, "version"); v != "" {
 		name += "/" + v
+	}
+	if len(name) > maxClientName {
+		name = strings.ToValidUTF8(name[:maxClientName], "") + "…"
 	}
 	return name
 }
@@ -323,7 +347,7 @@ func (g *Guard) approve(ctx context.Context, c *gateway.GuardCall, subject strin
 
 // elicit asks the client with a form elicitation.
 func elicit(ctx context.Context, ask func(context.Context, json.RawMessage) (json.RawMessage, error), a *ApprovalRequest, subject string) (bool, error) {
-	msg := fmt.Sprintf("Approve %s of %s?\nReason: %s\nArguments: %s", a.Method, subject, a.Reason, a.Arguments)
+	msg := fmt.Sprintf("Approve %s of %s?\nReason: %s\nArguments: %s", a.Method, subject, a.Reason, shownJSON(a.Arguments))
 	params, _ := json.Marshal(map[string]any{
 		"message": msg,
 		"requestedSchema": map[string]any{

@@ -240,3 +240,132 @@ func TestGuardCountsDecisions(t *testing.T) {
 		t.Errorf("counted %v with no policy", none)
 	}
 }
+
+// A forbid of a resource template refuses a read of a URI made from it:
+// the template is hidden from resources/templates/list, and the URI (not
+// listed itself) must not be readable by filling the template in.
+func TestGuardTemplateForbidsItsURIs(t *testing.T) {
+	set, err := Parse(DefaultPermit, Source{Name: "p.cedar", Text: []byte(`@id("no-secrets")
+forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"file:///secret/{name}");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(set), Principal: "default"}
+	for _, c := range []struct {
+		template string
+		denied   bool
+	}{
+		{"file:///secret/{name}", true},
+		{"file:///public/{name}", false},
+		{"", false},
+	} {
+		call := &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardResource, Server: "fs", Name: "file:///secret/key", Template: c.template}, Method: "resources/read"}
+		_, werr := g.Admit(context.Background(), call)
+		if (werr != nil) != c.denied || (werr != nil && !strings.Contains(werr.Message, `"no-secrets"`)) {
+			t.Errorf("read through template %q: %v, want denied %v", c.template, werr, c.denied)
+		}
+		if g.Permits(call) == c.denied {
+			t.Errorf("Permits through template %q = %v", c.template, !c.denied)
+		}
+	}
+}
+
+// The arguments a person approves are shown as one compact line with
+// every character that does not print escaped: whitespace between tokens
+// must not push a part out of sight or fake another line of `approval ls`,
+// and a bidirectional override must not reorder what is read.
+func TestApprovalShowsArgumentsPlainly(t *testing.T) {
+	args := json.RawMessage("{\"path\":\"/tmp/ok\"" + strings.Repeat("\n", 50) + ",\n\"then\":\"8 2026-01-01T00:00:00Z ci tools/call fs/read {} harmless\",\"x\":\"\u202egnp.exe\"}")
+	a := ApprovalRequest{ID: "7", Principal: "ci", Method: "tools/call", Server: "fs", Name: "write", Arguments: args, Reason: "r"}
+	got := a.Describe()
+	if strings.ContainsAny(got, "\n\u202e") || strings.Count(got, "\t") != 6 {
+		t.Errorf("approval ls line %q: it must be one line of 7 fields, the override escaped", got)
+	}
+	if !strings.Contains(got, `{"path":"/tmp/ok","then":"8 2026`) || !strings.Contains(got, `\u202egnp.exe`) {
+		t.Errorf("approval ls line %q does not show the arguments", got)
+	}
+	var asked string
+	_, _ = elicit(context.Background(), func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		asked, _ = wireString(p, "message")
+		return nil, context.Canceled
+	}, &a, "fs/write")
+	if strings.ContainsRune(asked, '\u202e') || strings.Count(asked, "\n") != 2 {
+		t.Errorf("elicitation message %q", asked)
+	}
+}
+
+func wireString(p json.RawMessage, key string) (string, bool) {
+	var m map[string]any
+	if json.Unmarshal(p, &m) != nil {
+		return "", false
+	}
+	s, ok := m[key].(string)
+	return s, ok
+}
+
+// The client's name in a record is bounded: a client choosing a name of
+// megabytes must not make each of its calls' records that long (and so
+// rotate the older records out of the log in a few calls).
+func TestGuardAuditBoundsClientName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(nil), Principal: "default", Audit: l}
+	info, _ := json.Marshal(map[string]string{"name": strings.Repeat("é", 1<<20), "version": "1"})
+	done, werr := g.Admit(context.Background(), &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: "read"},
+		Method: "tools/call", Arguments: json.RawMessage(`{}`), ClientInfo: info})
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	done(gateway.Reply{Result: json.RawMessage(`{"content":[]}`)})
+	l.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 2048 {
+		t.Fatalf("one call's record is %d bytes long", len(b))
+	}
+	var rec audit.Record
+	if err := json.Unmarshal(b, &rec); err != nil || !strings.HasPrefix(rec.Client, "éé") || !strings.HasSuffix(rec.Client, "…") {
+		t.Fatalf("client %q (%v)", rec.Client, err)
+	}
+}
+
+// One principal's calls waiting for approval are bounded: past the limit
+// its calls are denied at once, and another principal's still queue.
+func TestQueueBoundsAPrincipal(t *testing.T) {
+	q := &Queue{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < MaxPendingPerPrincipal; i++ {
+		go q.Ask(ctx, &ApprovalRequest{Principal: "noisy", Name: "t"}) //nolint:errcheck // ends with cancel
+	}
+	for len(q.List()) < MaxPendingPerPrincipal {
+		time.Sleep(time.Millisecond)
+	}
+	ended, end := context.WithCancel(context.Background())
+	end() // refused before waiting: a wait would end at once with ctx's error instead
+	if ok, _, err := q.Ask(ended, &ApprovalRequest{Principal: "noisy", Name: "t"}); ok || err == nil || !strings.Contains(err.Error(), "already wait") {
+		t.Fatalf("one call past the limit: %v %v, want refused at once", ok, err)
+	}
+	got := make(chan bool, 1)
+	go func() {
+		ok, _, _ := q.Ask(ctx, &ApprovalRequest{Principal: "quiet", Name: "t"})
+		got <- ok
+	}()
+	var id string
+	for id == "" {
+		for _, a := range q.List() {
+			if a.Principal == "quiet" {
+				id = a.ID
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := q.Answer(id, true, "me"); err != nil || !<-got {
+		t.Fatalf("another principal's call: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,13 +88,19 @@ func (t *Telemetry) StartRequest(ctx context.Context, r Request) (context.Contex
 	if t.Tracer == nil {
 		return ctx, noop // the client's trace id reaches the call log
 	}
+	// The method, the name and the id are the client's, unchecked yet (an
+	// unknown method or tool is refused later): bounded here, so that one
+	// client cannot make span names without end, nor a span (and the
+	// export batch holding it) megabytes long.
+	method := boundedMethod(r.Method)
 	name, _ := wire.GetString(r.Params, "name")
-	ctx, span := t.Tracer.Start(ctx, spanName(r.Method, name), serverSpan...)
+	name = clip(name)
+	ctx, span := t.Tracer.Start(ctx, spanName(method, name), serverSpan...)
 	// Few attributes: each costs at the span's start, its end and its export.
 	a := getAttrs()
-	attrs := append(a[:0], attribute.String(attrMethod, r.Method))
+	attrs := append(a[:0], attribute.String(attrMethod, method))
 	if len(r.ID) > 0 {
-		attrs = append(attrs, attribute.String(attrRequestID, requestID(r.ID)))
+		attrs = append(attrs, attribute.String(attrRequestID, clip(requestID(r.ID))))
 	}
 	if r.SessionID != "" {
 		attrs = append(attrs, attribute.String(attrSessionID, r.SessionID))
@@ -311,6 +318,17 @@ func appendTarget(attrs []attribute.KeyValue, method, name string) []attribute.K
 		attrs = append(attrs, attribute.String(attrPromptName, name))
 	}
 	return attrs
+}
+
+// maxClientString bounds a client's string (a tool's name, a request id)
+// in a span: longer ones are cut, on a rune boundary.
+const maxClientString = 128
+
+func clip(s string) string {
+	if len(s) <= maxClientString {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxClientString], "")
 }
 
 // requestID is a JSON-RPC id as a span attribute: a string's value, a number's digits.

@@ -363,3 +363,35 @@ func TestTraceBack(t *testing.T) {
 		t.Errorf("without a span: %s", got)
 	}
 }
+
+// A client's request span is named and labelled with what the client sent
+// before anything checked it: an unknown method counts as "other", a long
+// tool name or id is cut, so one client cannot make span names without
+// end, nor spans megabytes long in everyone's export batch.
+func TestRequestSpanBoundsClientStrings(t *testing.T) {
+	rec, tracer := newRecorder()
+	tel := &Telemetry{Tracer: tracer}
+	long := strings.Repeat("x", 1<<20)
+	cases := []struct {
+		method, name, id string
+		wantName         string
+	}{
+		{"tools/call", long, `"` + long + `"`, "tools/call " + long[:128]},
+		{"x/" + long, "", "1", "other"},
+	}
+	for _, c := range cases {
+		params, _ := json.Marshal(map[string]string{"name": c.name})
+		_, done := tel.StartRequest(context.Background(), Request{Era: "session", Method: c.method, ID: json.RawMessage(c.id), Params: params})
+		done(gateway.Reply{Result: json.RawMessage(`{}`)})
+	}
+	for i, span := range rec.Ended() {
+		if span.Name() != cases[i].wantName {
+			t.Errorf("span %d is named %.80q… (%d bytes), want %.80q", i, span.Name(), len(span.Name()), cases[i].wantName)
+		}
+		for _, kv := range span.Attributes() {
+			if v := kv.Value.Emit(); len(v) > 128 {
+				t.Errorf("span %d: attribute %s is %d bytes long", i, kv.Key, len(v))
+			}
+		}
+	}
+}

@@ -595,10 +595,22 @@ forbid(principal, action == MCP::Action::"readResource", resource == MCP::Resour
 					t.Errorf("completing %s%s %s=%q: %s, want %s", c.params.Ref.Name, c.params.Ref.URI, c.params.Argument.Name, c.params.Argument.Value, got, c.want)
 				}
 			}
+			// A URI made from a forbidden template is not readable either.
+			_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/12"})
+			if err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-dynamic-text"`) {
+				t.Errorf("reading a URI of a forbidden template: %v", err)
+			}
+			if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/dynamic/blob/12"}); err != nil {
+				t.Errorf("reading a URI of a permitted template: %v", err)
+			}
 			if era != sessionEra {
 				return
 			}
-			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/startup.md"})
+			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/dynamic/text/12"})
+			if err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-dynamic-text"`) {
+				t.Errorf("subscribing to a URI of a forbidden template: %v", err)
+			}
+			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/startup.md"})
 			if err == nil || !strings.Contains(err.Error(), `forbidden by policy "no-startup"`) {
 				t.Errorf("subscribing to a resource it may not read: %v", err)
 			}
