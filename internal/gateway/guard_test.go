@@ -267,7 +267,7 @@ func TestGuardApprovalModern(t *testing.T) {
 		{"tools/call", `{"name":"echo","arguments":{},` + meta + `}`},
 		{"resources/read", `{"uri":"mem://a",` + meta + `}`},
 	} {
-		first := g.HandleModern(context.Background(), msg(`1`, c.method, c.params), nil)
+		first := g.HandleStateless(context.Background(), msg(`1`, c.method, c.params), nil)
 		if string(wire.Get(first.Result, "resultType")) != `"input_required"` {
 			t.Fatalf("%s: %s %s, want input_required", c.method, first.Result, first.Error)
 		}
@@ -283,7 +283,7 @@ func TestGuardApprovalModern(t *testing.T) {
 			key = k
 		}
 		retry := strings.Replace(c.params, `"_meta"`, `"requestState":"`+res.RequestState+`","inputResponses":{"`+key+`":{"action":"accept","content":{"approve":true}}},"_meta"`, 1)
-		second := g.HandleModern(context.Background(), msg(`2`, c.method, retry), nil)
+		second := g.HandleStateless(context.Background(), msg(`2`, c.method, retry), nil)
 		if second.Error != nil || string(wire.Get(second.Result, "resultType")) != `"complete"` {
 			t.Errorf("%s retried with the approval: %s %s, want its complete result", c.method, second.Result, second.Error)
 		}
