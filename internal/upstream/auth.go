@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -48,7 +49,16 @@ func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return resp, err
 	}
-	if err := h.opts.Auth.Authorize(ctx, first, resp); err != nil {
+	actx := ctx
+	if dl, ok := ctx.Value(callDeadlineKey{}).(time.Time); ok {
+		// The request's context outlives the call (it reads the response
+		// stream to its end); an authorization the call waits for (a
+		// person's step-up) ends with the call.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+	}
+	if err := h.opts.Auth.Authorize(actx, first, resp); err != nil {
 		if isContextError(err) && ctx.Err() != nil {
 			return nil, err
 		}
@@ -66,6 +76,18 @@ func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return h.client.Do(second)
+}
+
+// callDeadlineKey carries the deadline of the call a request is sent for.
+type callDeadlineKey struct{}
+
+// withCallDeadline gives reqCtx the deadline of the call's ctx, if any, as
+// a value (not as reqCtx's own deadline).
+func withCallDeadline(reqCtx, ctx context.Context) context.Context {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithValue(reqCtx, callDeadlineKey{}, dl)
+	}
+	return reqCtx
 }
 
 // withToken returns req carrying the Authorizer's current token, if any.
