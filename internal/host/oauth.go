@@ -286,6 +286,20 @@ func (h *Host) stepUp(ctx context.Context, name, grant string, scopes []string) 
 	}
 	h.log.Warn(fmt.Sprintf("mcp server %q asks for more scope: a call waits for the person to authorize it; open this URL in a browser on this host", name),
 		"url", u, "sandbox", grant, "scopes", scopes, "waits", wait.Round(time.Second))
+	// A session-era client that declared URL elicitation is shown the URL
+	// too (its user opens it from there); the call waits for the
+	// authorization, whatever the answer.
+	params, _ := json.Marshal(map[string]any{
+		"mode": "url", "url": u, "elicitationId": "step-up-" + name + "-" + rand.Text(),
+		"message": fmt.Sprintf("The MCP server %q asks for more permissions (%s): sign in to approve them; the call goes on once you have.", name, strings.Join(scopes, " ")),
+		"_meta":   map[string]any{gateway.SessionEraOnlyMeta: true},
+	})
+	go func() {
+		if res, werr, ok := upstream.AskClient(ctx, "elicitation/create", params); ok {
+			action, _ := wire.GetString(res, "action")
+			h.log.Debug(fmt.Sprintf("mcp server %q: the step-up's URL elicitation", name), "action", action, "err", werr)
+		}
+	}()
 	select {
 	case <-f.done:
 		return f.err

@@ -625,7 +625,9 @@ func TestHostOAuthAuthorizeModernInputRequired(t *testing.T) {
 // person approves (the browser played here) the call is sent again with
 // the new token and its result reaches the client. When nobody approves
 // before the call's bound (--call-timeout here), the call fails saying
-// how to authorize.
+// how to authorize. The client is of the 2026-07-28 era (the SDK's newest)
+// without URL elicitation: the step-up's elicitation, meant for
+// session-era clients only, neither fails nor suspends its call.
 func TestHostOAuthStepUpHoldsCall(t *testing.T) {
 	srv := startCCServer(t, "unused", "unused")
 	h := startHost(t, t.TempDir(), "--call-timeout", "5s")
@@ -703,5 +705,63 @@ func TestHostOAuthStepUpHoldsCall(t *testing.T) {
 		if strings.Contains(st, tok) || strings.Contains(h.log(), tok) {
 			t.Fatal("a token shows in auth status or the host's log")
 		}
+	}
+}
+
+// A session-era client that declared URL elicitation is shown a step-up's
+// URL during the held call: its user (played here) opens it from there,
+// and the call completes.
+func TestHostOAuthStepUpElicitation(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	authCLI(t, h, "prot")
+	srv.mu.Lock()
+	srv.needScope = "write"
+	srv.mu.Unlock()
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shown := make(chan string, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			shown <- req.Params.URL
+			go func() { // the user's browser
+				c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+				resp, err := c.Get(req.Params.URL)
+				if err == nil {
+					resp.Body.Close()
+					resp, err = http.Get(resp.Header.Get("Location"))
+				}
+				if err != nil {
+					t.Errorf("the browser: %v", err)
+					return
+				}
+				resp.Body.Close()
+			}()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("the held call: %q (error %v)\nhost log:\n%s", got, isErr, h.log())
+	}
+	select {
+	case u := <-shown:
+		if pu, _ := url.Parse(u); pu == nil || !slices.Contains(strings.Fields(pu.Query().Get("scope")), "write") {
+			t.Errorf("the elicitation's URL %q does not ask for scope write", u)
+		}
+	default:
+		t.Fatal("the client was not shown the step-up's URL")
 	}
 }
