@@ -52,6 +52,9 @@ type Options struct {
 	// OnUnauthorized is told when a remote server's OAuth grant is lost
 	// (a refused refresh, a revoked grant), in its own goroutine.
 	OnUnauthorized func(server string, err error)
+	// OnStepUp is asked for a wider grant by a person within a call that
+	// the server refused for lack of scope (oauth.Stored.StepUp).
+	OnStepUp func(ctx context.Context, server string, scopes []string) error
 }
 
 // SharedClientCapabilities are offered to a server every client shares:
@@ -155,6 +158,7 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 		// requests to the authorization server dial through the same guard.
 		a := oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
 		a.OnUnauthorized = o.OnUnauthorized
+		a.StepUp = o.OnStepUp
 		base.Auth = a
 	}
 	mk := func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {

@@ -73,7 +73,15 @@ A server registered --per-sandbox is authorized for one sandbox at a time: --san
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Server, sb, authorized, exp, dash(strings.Join(s.Scopes, " ")), dash(s.Issuer))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				for _, s := range list {
+					if s.Pending != "" { // a step-up a call waits for, or an `auth` not completed
+						fmt.Fprintf(stdout, "\nmcp server %q (sandbox %s) waits for an authorization: open this URL in a browser on this host and approve:\n%s\n", s.Server, dash(s.Sandbox), s.Pending)
+					}
+				}
+				return nil
 			},
 		},
 		{

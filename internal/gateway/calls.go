@@ -294,6 +294,9 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
 	params = g.traceBack(c, params)
+	if sess.modern && wire.Get(wire.Get(params, "_meta"), SessionEraOnlyMeta) != nil {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: meant for a session-era client only", method)
+	}
 	if missing := sess.lacks(method, params); missing != "" {
 		if sess.stateless && c != nil {
 			// The 2026-07-28 answer: the client's request fails with
@@ -318,6 +321,12 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	}
 	return sess.request(ctx, stream, method, params)
 }
+
+// SessionEraOnlyMeta, in a server-to-client request's _meta, asks the
+// gateway to send it to a session-era client only: a 2026-07-28 client's
+// call is neither failed nor suspended for it (the gateway's own OAuth
+// step-up, which holds the call while showing a URL to the user).
+const SessionEraOnlyMeta = "io.github.mcp-gateway/session-era-only"
 
 // rootsAttribution is how long after a client says its roots changed a
 // server's roots/list is taken to be for that client.

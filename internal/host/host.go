@@ -355,6 +355,9 @@ func (h *Host) addInstance(gw *gateway.Gateway, srv *registry.Server, spec mcpco
 	}
 	o.TokenStore = h.grantStore(grant)
 	o.OnUnauthorized = func(server string, err error) { h.grantLost(server, grant, err) }
+	o.OnStepUp = func(ctx context.Context, server string, scopes []string) error {
+		return h.stepUp(ctx, server, grant, scopes)
+	}
 	attach.Add(gw, spec, lookup, o)
 	return nil
 }

@@ -136,20 +136,29 @@ func (h *Host) AuthStart(ctx context.Context, name, sandbox string) (string, err
 }
 
 func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit bool) (string, error) {
+	u, _, err := h.authBegin(ctx, name, sandbox, explicit, false)
+	return u, err
+}
+
+// authBegin starts an authorization and returns its URL and flow. A
+// step-up's flow (stepUp) does not restart the server's instances when it
+// completes: a call is waiting on one of them, whose client reads the new
+// grant from the store.
+func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, stepUp bool) (string, *authFlow, error) {
 	h.mu.Lock()
 	srv := h.state.Servers[name]
 	if srv == nil {
 		h.mu.Unlock()
-		return "", h.unknownServer(name)
+		return "", nil, h.unknownServer(name)
 	}
 	if !srv.Remote() {
 		h.mu.Unlock()
-		return "", fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
+		return "", nil, fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
 	}
 	sandbox, err := h.grantSandbox(srv, sandbox, explicit)
 	if err != nil {
 		h.mu.Unlock()
-		return "", err
+		return "", nil, err
 	}
 	key := oauth.GrantKey(name, sandbox)
 	spec, _ := h.instanceSpec(srv, "", nil)
@@ -176,7 +185,7 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 
 	lb, err := oauth.NewLoopback(orDefault(h.opts.OAuthCallback, "127.0.0.1:0"))
 	if err != nil {
-		return "", fmt.Errorf("mcp server %q: %w", name, err)
+		return "", nil, fmt.Errorf("mcp server %q: %w", name, err)
 	}
 	cfg.RedirectURL = lb.RedirectURL()
 	urls := make(chan string, 1)
@@ -208,6 +217,15 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 			return
 		}
 		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "sandbox", sandbox, "issuer", rec.Issuer, "scopes", rec.Scopes)
+		if stepUp {
+			close(f.done)
+			h.oauth.mu.Lock()
+			if h.oauth.flows[key] == f {
+				delete(h.oauth.flows, key)
+			}
+			h.oauth.mu.Unlock()
+			return
+		}
 		// AuthWait returns once the server's instances use the grant and
 		// its tools are listed, so what `auth` reports has happened.
 		h.authorized(name, sandbox)
@@ -218,11 +236,75 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 		h.oauth.mu.Lock()
 		f.url = u
 		h.oauth.mu.Unlock()
-		return u, nil
+		return u, f, nil
 	case <-f.done:
-		return "", f.err
+		return "", nil, f.err
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
+	}
+}
+
+// stepUpWait bounds how long a call waits for the person to authorize a
+// step-up (the call's own timeout may end it sooner).
+const stepUpWait = 3 * time.Minute
+
+// stepUp asks the person for a wider grant of a server (for grant: a
+// sandbox's own, or "" the shared one) while a call waits: it starts the
+// authorization (or joins one in progress), logs its URL (shown by `auth
+// status` too) and waits for it, at most stepUpWait and within the
+// call's ctx. Its instances are not restarted: the waiting call is retried
+// with the new token. A token is never logged.
+func (h *Host) stepUp(ctx context.Context, name, grant string, scopes []string) error {
+	wait := stepUpWait
+	if dl, ok := ctx.Deadline(); ok {
+		// End before the call's own bound, so the call fails saying what
+		// to do rather than that the server did not answer in time.
+		left := time.Until(dl)
+		if left -= min(2*time.Second, left/10); left < wait {
+			wait = left
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	f := h.flowOf(name, grant)
+	u := ""
+	if f != nil {
+		h.oauth.mu.Lock()
+		u = f.url
+		h.oauth.mu.Unlock()
+		select {
+		case <-f.done:
+			f = nil // over: a new authorization asks for the new scopes
+		default:
+		}
+	}
+	if f == nil || u == "" {
+		var err error
+		if u, f, err = h.authBegin(ctx, name, grant, false, true); err != nil {
+			return err
+		}
+	}
+	h.log.Warn(fmt.Sprintf("mcp server %q asks for more scope: a call waits for the person to authorize it; open this URL in a browser on this host", name),
+		"url", u, "sandbox", grant, "scopes", scopes, "waits", wait.Round(time.Second))
+	// A session-era client that declared URL elicitation is shown the URL
+	// too (its user opens it from there); the call waits for the
+	// authorization, whatever the answer.
+	params, _ := json.Marshal(map[string]any{
+		"mode": "url", "url": u, "elicitationId": "step-up-" + name + "-" + rand.Text(),
+		"message": fmt.Sprintf("The MCP server %q asks for more permissions (%s): sign in to approve them; the call goes on once you have.", name, strings.Join(scopes, " ")),
+		"_meta":   map[string]any{gateway.SessionEraOnlyMeta: true},
+	})
+	go func() {
+		if res, werr, ok := upstream.AskClient(ctx, "elicitation/create", params); ok {
+			action, _ := wire.GetString(res, "action")
+			h.log.Debug(fmt.Sprintf("mcp server %q: the step-up's URL elicitation", name), "action", action, "err", werr)
+		}
+	}()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return fmt.Errorf("nobody authorized it within %s (the URL stays open until the authorization expires: `mcp-gateway auth status` shows it)", wait.Round(time.Second))
 	}
 }
 
@@ -335,9 +417,26 @@ func (h *Host) AuthStatus() ([]oauth.Status, error) {
 		}
 		st := rec.Status(g.srv.Name)
 		st.Sandbox = g.sandbox
+		st.Pending = h.pending(g.srv.Name, g.sandbox)
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// pending is the URL of the authorization in progress of a grant, or "".
+func (h *Host) pending(name, grant string) string {
+	h.oauth.mu.Lock()
+	defer h.oauth.mu.Unlock()
+	f := h.oauth.flows[oauth.GrantKey(name, grant)]
+	if f == nil {
+		return ""
+	}
+	select {
+	case <-f.done:
+		return ""
+	default:
+		return f.url
+	}
 }
 
 // AuthRemove forgets the tokens of a server (or of all with all): it is

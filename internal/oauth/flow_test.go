@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
@@ -255,5 +256,52 @@ func TestStepUpAuthorization(t *testing.T) {
 	}
 	if got := strings.Join(rec2.Scopes, " "); got != "read write" {
 		t.Errorf("the new grant's scopes %q; want read write (the union)", got)
+	}
+}
+
+// A person's step-up within the call (Stored.StepUp): a tools/call refused
+// with 403 insufficient_scope asks StepUp for the new scope and, when it
+// completes, is retried (Authorize returns nil); when it fails, the call
+// fails saying why and how to authorize; a refused request other than a
+// tools/call (a session's start, a listing) does not wait for a person.
+func TestStoredStepUpWithinCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		stepUp       error
+		wantAsked    bool
+		wantErr      string // "" for a retry
+	}{
+		{"approved", "tools/call", nil, true, ""},
+		{"nobody approved", "tools/call", errors.New("nobody authorized it within 3m0s"), true, "did not complete (nobody authorized it within 3m0s)"},
+		{"a listing", "tools/list", nil, false, "more scope (write)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &MemoryStore{}
+			rec := &Record{URL: "https://mcp.example.com/mcp", Scopes: []string{"read"}, Token: &oauth2.Token{AccessToken: "x"}}
+			if err := store.Save("remote", rec.URL, rec); err != nil {
+				t.Fatal(err)
+			}
+			st := NewStored("remote", rec.URL, store, nil)
+			var asked []string
+			st.StepUp = func(_ context.Context, server string, scopes []string) error {
+				asked = scopes
+				return tc.stepUp
+			}
+			req := httptest.NewRequest(http.MethodPost, rec.URL, nil)
+			req.Header.Set("Authorization", "Bearer x")
+			req.Header.Set("Mcp-Method", tc.method)
+			resp := &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody, Header: http.Header{
+				"Www-Authenticate": {`Bearer error="insufficient_scope", scope="write"`}}}
+			err := st.Authorize(context.Background(), req, resp)
+			if (asked != nil) != tc.wantAsked || tc.wantAsked && strings.Join(asked, " ") != "write" {
+				t.Errorf("StepUp asked for %q; want asked %v (write)", asked, tc.wantAsked)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Authorize: %v; want nil (the call is retried)", err)
+			case tc.wantErr != "" && (!errors.Is(err, ErrNotAuthorized) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "mcp-gateway auth remote")):
+				t.Fatalf("Authorize: %v; want an error saying %q and how to authorize", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -33,6 +33,9 @@ type Server struct {
 	// OnUnauthorized, if set, is told when a person's grant of the server
 	// is lost (see Stored.OnUnauthorized). Set it before first use.
 	OnUnauthorized func(server string, err error)
+	// StepUp, if set, lets a person's grant step up within the call that
+	// found it lacking scope (see Stored.StepUp). Set it before first use.
+	StepUp func(ctx context.Context, server string, scopes []string) error
 
 	mu    sync.Mutex
 	inner interface {
@@ -76,6 +79,7 @@ func (s *Server) get() (interface {
 		}
 		st := NewStored(s.spec.Name, s.spec.URL, s.store, s.client)
 		st.OnUnauthorized = s.OnUnauthorized
+		st.StepUp = s.StepUp
 		s.inner = st
 	}
 	return s.inner, nil

@@ -55,6 +55,9 @@ type Status struct {
 	Since      time.Time `json:"authorized_at,omitzero"`
 	// Error says why the stored token cannot be used (set for another URL).
 	Error string `json:"error,omitempty"`
+	// Pending is the URL of an authorization in progress, for the person
+	// to open (a step-up a call waits for, or an `auth` not yet completed).
+	Pending string `json:"pending,omitempty"`
 }
 
 // Status returns what may be shown of r.

@@ -27,6 +27,13 @@ type Stored struct {
 	// OnUnauthorized, if set, is called (in its own goroutine) when the
 	// server's authorization was found missing or lost.
 	OnUnauthorized func(server string, err error)
+	// StepUp, if set, is asked for a wider grant when the server answers
+	// a tools/call with 403 insufficient_scope (the scopes it wants are already remembered
+	// with the grant, see Record.StepUp): it starts the person's
+	// authorization and returns once it completed (nil) or failed or timed
+	// out, within ctx (the call's). On nil the request is sent again, once,
+	// with the new token: the call that found the missing scope goes on.
+	StepUp func(ctx context.Context, server string, scopes []string) error
 
 	mu  sync.Mutex
 	rec *Record
@@ -143,6 +150,16 @@ func (s *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 		wanted := challengeScope(header)
 		if err := s.rememberWanted(wanted); err != nil {
 			return err
+		}
+		// A tool call waits for the person (not a session's start, a
+		// listing, which the host makes while it holds its state).
+		if s.StepUp != nil && wanted != "unspecified" && req.Header.Get("Mcp-Method") == "tools/call" {
+			err := s.StepUp(ctx, s.server, strings.Fields(wanted))
+			if err == nil {
+				s.Reload()
+				return nil
+			}
+			return s.notAuthorized("it asks for more scope ("+wanted+") and the authorization asking for it did not complete", err)
 		}
 		return s.notAuthorized("it asks for more scope ("+wanted+"), which a new authorization asks for with the scopes granted", nil)
 	}

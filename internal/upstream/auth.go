@@ -2,11 +2,15 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // Authorizer is the OAuth client of a remote server (HTTPOptions.Auth), in
@@ -48,7 +52,19 @@ func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return resp, err
 	}
-	if err := h.opts.Auth.Authorize(ctx, first, resp); err != nil {
+	actx := ctx
+	if dl, ok := ctx.Value(callDeadlineKey{}).(time.Time); ok {
+		// The request's context outlives the call (it reads the response
+		// stream to its end); an authorization the call waits for (a
+		// person's step-up) ends with the call.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+	}
+	if h.opts.OnRequest != nil {
+		actx = context.WithValue(actx, askClientKey{}, h.answer)
+	}
+	if err := h.opts.Auth.Authorize(actx, first, resp); err != nil {
 		if isContextError(err) && ctx.Err() != nil {
 			return nil, err
 		}
@@ -66,6 +82,35 @@ func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return h.client.Do(second)
+}
+
+// callDeadlineKey carries the deadline of the call a request is sent for.
+type callDeadlineKey struct{}
+
+// withCallDeadline gives reqCtx the deadline of the call's ctx, if any, as
+// a value (not as reqCtx's own deadline).
+func withCallDeadline(reqCtx, ctx context.Context) context.Context {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithValue(reqCtx, callDeadlineKey{}, dl)
+	}
+	return reqCtx
+}
+
+// askClientKey carries, to an Authorizer, how to ask the client of the
+// call a request is sent for (the upstream's OnRequest).
+type askClientKey struct{}
+
+// AskClient sends a request to the client whose call an Authorizer works
+// for, as the server's own requests are (the upstream's OnRequest: the
+// gateway routes it to the client with the call in flight); ok is false
+// when ctx is not an Authorizer's or the upstream has no OnRequest.
+func AskClient(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, werr *wire.Error, ok bool) {
+	ask, _ := ctx.Value(askClientKey{}).(func(context.Context, string, json.RawMessage) (json.RawMessage, *wire.Error))
+	if ask == nil {
+		return nil, nil, false
+	}
+	res, werr = ask(ctx, method, params)
+	return res, werr, true
 }
 
 // withToken returns req carrying the Authorizer's current token, if any.

@@ -175,6 +175,7 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	handedOff := false                                                   // the response stream's reader owns cancelReq
 	reqCtx, cancelReq := context.WithCancel(withSpanContext(s.ctx, ctx)) // the span context, for the headers
 	stopWatching := context.AfterFunc(ctx, cancelReq)
+	reqCtx = withCallDeadline(reqCtx, ctx) // an authorization bounds its wait by it
 	defer func() {
 		stopWatching()
 		if !handedOff {

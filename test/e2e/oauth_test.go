@@ -29,6 +29,12 @@ type ccServer struct {
 	mu     sync.Mutex
 	tokens []string // issued
 	forms  []string // token requests' resource parameters
+	// needScope, when set, is a scope a tools/call needs: a token granted
+	// without it (by a person, authorization_code) gets 403
+	// insufficient_scope naming it.
+	needScope string
+	asked     string            // the scope of the last authorization request
+	scopeOf   map[string]string // a person's token's granted scope
 }
 
 func startCCServer(t *testing.T, clientID, secret string) *ccServer {
@@ -56,6 +62,9 @@ func startCCServer(t *testing.T, clientID, secret string) *ccServer {
 			http.Error(w, "PKCE S256 and the resource are required", 400)
 			return
 		}
+		cs.mu.Lock()
+		cs.asked = q.Get("scope")
+		cs.mu.Unlock()
 		to, _ := url.Parse(q.Get("redirect_uri"))
 		v := url.Values{"code": {"the-code"}, "state": {q.Get("state")}, "iss": {as.URL}}
 		to.RawQuery = v.Encode()
@@ -65,7 +74,8 @@ func startCCServer(t *testing.T, clientID, secret string) *ccServer {
 		r.ParseForm()
 		id, sec, ok := r.BasicAuth()
 		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("grant_type") == "authorization_code" && r.PostForm.Get("code") == "the-code" && r.PostForm.Get("code_verifier") != "" {
+		person := r.PostForm.Get("grant_type") == "authorization_code" && r.PostForm.Get("code") == "the-code" && r.PostForm.Get("code_verifier") != ""
+		if person {
 			id, sec, ok = clientID, secret, true
 		}
 		if !ok || id != clientID || sec != secret || r.PostForm.Get("grant_type") == "refresh_token" {
@@ -77,8 +87,16 @@ func startCCServer(t *testing.T, clientID, secret string) *ccServer {
 		tok := fmt.Sprintf("cc-access-token-%d-%d", len(cs.tokens), time.Now().UnixNano())
 		cs.tokens = append(cs.tokens, tok)
 		cs.forms = append(cs.forms, r.PostForm.Get("resource"))
+		scope := ""
+		if person {
+			if cs.scopeOf == nil {
+				cs.scopeOf = map[string]string{}
+			}
+			scope = cs.asked
+			cs.scopeOf[tok] = scope
+		}
 		cs.mu.Unlock()
-		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": scope})
 	})
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
@@ -99,8 +117,25 @@ func startCCServer(t *testing.T, clientID, secret string) *ccServer {
 	}
 	prm := rs.URL + "/.well-known/oauth-protected-resource/mcp"
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: cs.url, AuthorizationServers: []string{as.URL}}))
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
-		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	scoped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.mu.Lock()
+		need := cs.needScope
+		granted, person := cs.scopeOf[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		cs.mu.Unlock()
+		if need != "" && person && r.Method == http.MethodPost && !slices.Contains(strings.Fields(granted), need) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			var msg struct{ Method string }
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, need, prm))
+				http.Error(w, "insufficient scope", http.StatusForbidden)
+				return
+			}
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(scoped))
 	return cs
 }
 
@@ -581,4 +616,152 @@ func TestHostOAuthAuthorizeModernInputRequired(t *testing.T) {
 		_, out := postModernAs(ctx, t, g, urlCaps, "tools/list", "", 4, map[string]any{})
 		return strings.Contains(fmt.Sprint(out["result"]), "whoami")
 	})
+}
+
+// A person's step-up within the call: the server answers a tools/call
+// with 403 insufficient_scope; the gateway starts the authorization for
+// the scopes granted and the new one and holds the call, auth status shows
+// the authorization pending with its URL (never a token), and once the
+// person approves (the browser played here) the call is sent again with
+// the new token and its result reaches the client. When nobody approves
+// before the call's bound (--call-timeout here), the call fails saying
+// how to authorize. The client is of the 2026-07-28 era (the SDK's newest)
+// without URL elicitation: the step-up's elicitation, meant for
+// session-era clients only, neither fails nor suspends its call.
+func TestHostOAuthStepUpHoldsCall(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir(), "--call-timeout", "5s")
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	authCLI(t, h, "prot")
+	srv.mu.Lock()
+	srv.needScope = "write"
+	srv.mu.Unlock()
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := g.connect(ctx)
+
+	// Nobody approves: the call fails at its bound, saying what to do.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	text := ""
+	if err != nil {
+		text = err.Error()
+	} else if res.IsError && len(res.Content) > 0 {
+		text = res.Content[0].(*mcp.TextContent).Text
+	}
+	if !strings.Contains(text, "more scope") || !strings.Contains(text, "auth prot") {
+		t.Fatalf("an unanswered step-up: result %+v, err %v; want a failure asking for more scope and naming `auth prot`\nhost log:\n%s", res, err, h.log())
+	}
+
+	// The person approves: the held call completes.
+	type outcome struct {
+		text  string
+		isErr bool
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		got, isErr := callText(ctx, t, cs, "whoami", map[string]any{})
+		done <- outcome{got, isErr}
+	}()
+	var pending string
+	for pending == "" {
+		select {
+		case o := <-done:
+			t.Fatalf("the call ended before the person approved: %q (error %v)\nhost log:\n%s", o.text, o.isErr, h.log())
+		case <-ctx.Done():
+			t.Fatalf("auth status never showed the step-up pending\nhost log:\n%s", h.log())
+		case <-time.After(100 * time.Millisecond):
+		}
+		var st []struct{ Server, Pending string }
+		if err := json.Unmarshal([]byte(h.mustCLI("", "auth", "status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			// the second call waits (the first call's authorization,
+			// still pending, is the one it waits for)
+			if s.Server == "prot" && s.Pending != "" && strings.Count(h.log(), "a call waits for the person") >= 2 {
+				pending = s.Pending
+			}
+		}
+	}
+	if u, _ := url.Parse(pending); u == nil || !slices.Contains(strings.Fields(u.Query().Get("scope")), "write") {
+		t.Fatalf("the pending authorization %q does not ask for scope write", pending)
+	}
+	if !strings.Contains(h.mustCLI("", "auth", "status"), pending) {
+		t.Error("auth status (text) does not show the pending authorization's URL")
+	}
+	browseAuthorization(t, pending)
+	if o := <-done; o.isErr || o.text != "machine client unused" {
+		t.Fatalf("the held call: %q (error %v)\nhost log:\n%s", o.text, o.isErr, h.log())
+	}
+	st := h.mustCLI("", "auth", "status", "--json")
+	if !strings.Contains(st, `"write"`) || strings.Contains(st, `"pending"`) {
+		t.Errorf("auth status after the step-up: %s", st)
+	}
+	srv.mu.Lock()
+	tokens := slices.Clone(srv.tokens)
+	srv.mu.Unlock()
+	for _, tok := range tokens {
+		if strings.Contains(st, tok) || strings.Contains(h.log(), tok) {
+			t.Fatal("a token shows in auth status or the host's log")
+		}
+	}
+}
+
+// A session-era client that declared URL elicitation is shown a step-up's
+// URL during the held call: its user (played here) opens it from there,
+// and the call completes.
+func TestHostOAuthStepUpElicitation(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth")
+	authCLI(t, h, "prot")
+	srv.mu.Lock()
+	srv.needScope = "write"
+	srv.mu.Unlock()
+	g := h.createSandbox("sb", "--static", "prot")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shown := make(chan string, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			shown <- req.Params.URL
+			go func() { // the user's browser
+				c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+				resp, err := c.Get(req.Params.URL)
+				if err == nil {
+					resp.Body.Close()
+					resp, err = http.Get(resp.Header.Get("Location"))
+				}
+				if err != nil {
+					t.Errorf("the browser: %v", err)
+					return
+				}
+				resp.Body.Close()
+			}()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{token: g.token, base: http.DefaultTransport}}, MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, isErr := callText(ctx, t, cs, "whoami", map[string]any{}); isErr || got != "machine client unused" {
+		t.Fatalf("the held call: %q (error %v)\nhost log:\n%s", got, isErr, h.log())
+	}
+	select {
+	case u := <-shown:
+		if pu, _ := url.Parse(u); pu == nil || !slices.Contains(strings.Fields(pu.Query().Get("scope")), "write") {
+			t.Errorf("the elicitation's URL %q does not ask for scope write", u)
+		}
+	default:
+		t.Fatal("the client was not shown the step-up's URL")
+	}
 }

@@ -21,7 +21,9 @@
 //     (through a proxy adding the sandbox's bearer token); when auth status
 //     then shows the server unauthorized (its grant was dropped because the
 //     server now names another authorization server), the driver
-//     authorizes it again, as the person told so would;
+//     authorizes it again, as the person told so would; while the client
+//     runs, the driver watches auth status and opens the URL of an
+//     authorization shown pending (a step-up a call waits for);
 //   - the other scenarios: `mcp-gateway serve` fronting the scenario server,
 //     asking it server/discover first ("discoverFirst").
 //
@@ -91,11 +93,13 @@ func run() int {
 	d := &driver{gateway: gatewayBin, dir: dir, logPath: filepath.Join(logDir, strings.ReplaceAll(scenario, "/", "_")+"-gateway.log")}
 	defer d.stop()
 	var endpoint, token string
+	var hostEnv []string // a host's: the person watches auth status while the client runs
 	switch {
 	case strings.HasPrefix(scenario, "auth/client-credentials-"):
 		endpoint, err = d.serveClientCredentials(ctx, target, sctx)
 	case strings.HasPrefix(scenario, "auth/"):
 		endpoint, token, err = d.hostAuthorized(ctx, target, sctx)
+		hostEnv = []string{"MCP_GATEWAY_STATE_DIR=" + filepath.Join(dir, "state")}
 	default:
 		// discoverFirst: a scenario server of the 2026-07-28 era that also
 		// accepts initialize (request-metadata) is spoken to in its era.
@@ -120,6 +124,13 @@ func run() int {
 		defer f.Close()
 		fmt.Fprintf(f, "--- the client (%s %s):\n", filepath.Base(clientBin), endpoint)
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, f), io.MultiWriter(os.Stderr, f)
+	}
+	if hostEnv != nil {
+		// A step-up: a call waits while the gateway asks the person for a
+		// wider grant; auth status shows its URL, which the person opens.
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go d.watchPending(wctx, hostEnv)
 	}
 	if err := cmd.Run(); err != nil {
 		logf("the client: %v", err)
@@ -300,6 +311,37 @@ func (d *driver) unauthorized(ctx context.Context, env []string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// watchPending plays the person while the client runs: it polls auth
+// status and opens each authorization URL shown pending (a step-up a call
+// waits for) once.
+func (d *driver) watchPending(ctx context.Context, env []string) {
+	opened := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		out, err := d.cli(ctx, env, "", "auth", "status", "--json")
+		if err != nil {
+			continue
+		}
+		var st []struct{ Server, Pending string }
+		if json.Unmarshal(out, &st) != nil {
+			continue
+		}
+		for _, s := range st {
+			if s.Pending != "" && !opened[s.Pending] {
+				opened[s.Pending] = true
+				logf("auth status shows an authorization of %s waiting (a step-up): opening its URL", s.Server)
+				if err := browse(ctx, s.Pending); err != nil {
+					logf("browser: %v", err)
+				}
+			}
+		}
+	}
 }
 
 // cli runs an administration command and returns its output.
