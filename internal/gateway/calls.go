@@ -294,7 +294,7 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
 	params = g.traceBack(c, params)
-	if sess.modern && wire.Get(wire.Get(params, "_meta"), SessionEraOnlyMeta) != nil {
+	if sess.stateless && wire.Get(wire.Get(params, "_meta"), SessionEraOnlyMeta) != nil {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: meant for a session-era client only", method)
 	}
 	if missing := sess.lacks(method, params); missing != "" {
