@@ -141,6 +141,9 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 		RedirectURL: cfg.RedirectURL,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			res, err := cfg.Fetch(ctx, args)
+			if errors.Is(err, ErrStateMismatch) {
+				return nil, stepError(cfg.Server, "callback (state check)", err)
+			}
 			if err != nil {
 				return nil, stepError(cfg.Server, "authorization (the person's consent)", err)
 			}

@@ -52,6 +52,10 @@ func browser(t *testing.T, edit func(url.Values)) (func(string), *string) {
 	}, &used
 }
 
+// runFlowTimeout bounds runFlow's authorization: the person's consent is
+// waited for until then.
+var runFlowTimeout = 20 * time.Second
+
 func runFlow(t *testing.T, rsURL string, cfg FlowConfig, edit func(url.Values)) (*Record, *Loopback, *string, error) {
 	t.Helper()
 	lb, err := NewLoopback("127.0.0.1:0")
@@ -61,7 +65,7 @@ func runFlow(t *testing.T, rsURL string, cfg FlowConfig, edit func(url.Values)) 
 	t.Cleanup(func() { lb.Close() })
 	show, used := browser(t, edit)
 	cfg.Server, cfg.URL, cfg.RedirectURL, cfg.Fetch = "remote", rsURL, lb.RedirectURL(), lb.Fetcher(show)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), runFlowTimeout)
 	defer cancel()
 	rec, err := Authorize(ctx, cfg)
 	return rec, lb, used, err
@@ -156,6 +160,9 @@ func TestAuthorizationBadInput(t *testing.T) {
 		edit   func(url.Values)
 		step   string
 		detail string
+		// waits: the flow fails only when the wait for the person ends
+		// (a callback with a wrong state is refused and waited past)
+		waits bool
 	}{
 		{name: "garbage metadata", setup: func(as *testAS) func(*oauthex.ProtectedResourceMetadata) { as.garbageMetadata = true; return nil },
 			step: "authorization server metadata"},
@@ -174,13 +181,17 @@ func TestAuthorizationBadInput(t *testing.T) {
 			return nil
 		}, step: "issuer check", detail: "evil.example.com"},
 		{name: "wrong state", setup: func(*testAS) func(*oauthex.ProtectedResourceMetadata) { return nil },
-			edit: func(q url.Values) { q.Set("state", "forged") }, step: "callback (state check)"},
+			edit: func(q url.Values) { q.Set("state", "forged") }, step: "callback (state check)", detail: "did not send", waits: true},
 		{name: "refused consent", setup: func(*testAS) func(*oauthex.ProtectedResourceMetadata) { return nil },
 			edit: func(q url.Values) { q.Del("code"); q.Set("error", "access_denied") }, step: "authorization (the person's consent)", detail: "access_denied"},
 		{name: "used code", setup: func(as *testAS) func(*oauthex.ProtectedResourceMetadata) { return nil },
 			edit: func(q url.Values) { q.Set("code", "code-used") }, step: "token request (authorization code)", detail: "invalid_grant"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.waits {
+				defer func(d time.Duration) { runFlowTimeout = d }(runFlowTimeout)
+				runFlowTimeout = 2 * time.Second
+			}
 			as := newTestAS(t)
 			edit := tc.setup(as)
 			as.codes["code-used"] = codeGrant{used: true}

@@ -2,11 +2,13 @@ package oauth
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -14,8 +16,12 @@ import (
 )
 
 // Loopback is the gateway's redirect endpoint for a person's browser: an
-// HTTP server on a loopback address taking one callback. A second callback
-// (a replayed code) is refused.
+// HTTP server on a loopback address taking one callback: a GET carrying the
+// state of the authorization it waits for. Anything else (another local
+// process or a web page guessing the port, a request before the
+// authorization began, a wrong state) is refused and changes nothing, so it
+// can neither end the authorization nor use it up. A second callback (a
+// replayed code) is refused.
 type Loopback struct {
 	ln   net.Listener
 	srv  *http.Server
@@ -23,8 +29,14 @@ type Loopback struct {
 
 	mu      sync.Mutex
 	results chan callback
+	state   string // the awaited authorization's; "" before Fetcher is called
 	done    bool
+	refused int // callbacks refused for a state not the awaited one
 }
+
+// ErrStateMismatch: the wait for the person's consent ended and the only
+// callbacks that came carried a state the authorization did not send.
+var ErrStateMismatch = errors.New("the callback's state is not the one sent")
 
 type callback struct {
 	res *auth.AuthorizationResult
@@ -59,15 +71,25 @@ func (l *Loopback) RedirectURL() string { return "http://" + l.ln.Addr().String(
 func (l *Loopback) Close() error { return l.srv.Close() }
 
 func (l *Loopback) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "The OAuth callback is a GET.", http.StatusMethodNotAllowed)
+		return
+	}
+	q := r.URL.Query()
 	l.mu.Lock()
 	if l.done {
 		l.mu.Unlock()
 		http.Error(w, "This authorization was already completed; a callback is taken once. Start a new one with `mcp-gateway auth`.", http.StatusBadRequest)
 		return
 	}
+	if l.state == "" || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(l.state)) != 1 {
+		l.refused++
+		l.mu.Unlock()
+		http.Error(w, "This is not the callback of the authorization in progress (its state does not match); it was ignored.", http.StatusBadRequest)
+		return
+	}
 	l.done = true
 	l.mu.Unlock()
-	q := r.URL.Query()
 	var cb callback
 	if e := q.Get("error"); e != "" {
 		msg := e
@@ -94,11 +116,24 @@ func (l *Loopback) serve(w http.ResponseWriter, r *http.Request) {
 // (or ctx's end).
 func (l *Loopback) Fetcher(show func(authURL string)) auth.AuthorizationCodeFetcher {
 	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		u, err := url.Parse(args.URL)
+		if err != nil || u.Query().Get("state") == "" {
+			return nil, errors.New("the authorization URL carries no state")
+		}
+		l.mu.Lock()
+		l.state = u.Query().Get("state")
+		l.mu.Unlock()
 		show(args.URL)
 		select {
 		case cb := <-l.results:
 			return cb.res, cb.err
 		case <-ctx.Done():
+			l.mu.Lock()
+			refused := l.refused
+			l.mu.Unlock()
+			if refused > 0 {
+				return nil, fmt.Errorf("%w: %d callback(s) came with a state this authorization did not send and were refused, and none with its own (%v)", ErrStateMismatch, refused, ctx.Err())
+			}
 			return nil, fmt.Errorf("no callback came: %w", ctx.Err())
 		}
 	}
