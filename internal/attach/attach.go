@@ -156,7 +156,7 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	if s.OAuth != nil {
 		// One OAuth client for the server, shared by its sessions; its
 		// requests to the authorization server dial through the same guard.
-		a := oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second})
+		a := oauth.ForServer(s, lookup, o.TokenStore, &http.Client{Transport: client.Transport, Timeout: 30 * time.Second, CheckRedirect: oauth.CheckRedirect})
 		a.OnUnauthorized = o.OnUnauthorized
 		a.StepUp = o.OnStepUp
 		base.Auth = a

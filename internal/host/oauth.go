@@ -97,7 +97,7 @@ func (h *Host) grantStore(sandbox string) oauth.Store {
 // oauthClient makes a server's requests to its authorization server,
 // through the server's address checks.
 func (h *Host) oauthClient(srv *registry.Server) *http.Client {
-	return &http.Client{Transport: upstream.NewHTTPClient(srv.Name, h.guard(srv)).Transport, Timeout: 30 * time.Second}
+	return &http.Client{Transport: upstream.NewHTTPClient(srv.Name, h.guard(srv)).Transport, Timeout: 30 * time.Second, CheckRedirect: oauth.CheckRedirect}
 }
 
 // detectOAuth probes a remote server being registered without headers: a
