@@ -214,6 +214,12 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 		case errors.Is(err, errSessionExpired): // not processed: HTTP retries it
 			s.take(id, c)
 			return Response{}, errSessionExpired
+		case errors.As(err, new(*authError)):
+			// Refused for its credentials, so never processed; this error
+			// says why, whatever the session's end (which a lost grant
+			// brings about at once: its instance restarts) delivered.
+			s.take(id, c)
+			return Response{}, err
 		case isContextError(err): // the session went down under the request
 			if r, ok := s.take(id, c); ok {
 				return r.resp, r.err

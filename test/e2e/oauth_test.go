@@ -411,16 +411,7 @@ func TestHostOAuthAuthorizeElicitation(t *testing.T) {
 	if !strings.Contains(text(res), "the user answered: accept") || !strings.Contains(text(res), u) {
 		t.Errorf("the result %q should give the URL and the user's answer", text(res))
 	}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	browseAuthorization(t, u)
 	deadline := time.Now().Add(30 * time.Second)
 	names := toolNames(ctx, t, cs)
 	for ; !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
