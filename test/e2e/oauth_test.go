@@ -232,21 +232,7 @@ func TestHostOAuthAuthorize(t *testing.T) {
 		line := sc.Text()
 		lines = append(lines, line)
 		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") {
-			// the browser: the authorization server redirects at once
-			c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			resp, err := c.Get(u)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			resp, err = http.Get(resp.Header.Get("Location"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Errorf("the callback answered %d", resp.StatusCode)
-			}
+			browseAuthorization(t, u) // the authorization server redirects at once
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -322,16 +308,7 @@ func TestHostOAuthAuthorizeTool(t *testing.T) {
 	if out.URL == "" || !strings.Contains(text(res), out.URL) {
 		t.Fatalf("prot-authorize gave no URL: %s", text(res))
 	}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(out.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp, err = http.Get(resp.Header.Get("Location")); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	browseAuthorization(t, out.URL)
 	waitListChanged(t, changed, "the authorization")
 	deadline := time.Now().Add(30 * time.Second)
 	for names = toolNames(ctx, t, cs); !slices.Contains(names, "whoami") && time.Now().Before(deadline); names = toolNames(ctx, t, cs) {
