@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // swappable is the part of an upstream whose connection is made by its
@@ -32,7 +33,7 @@ func (s *swappable) current() gateway.Upstream {
 
 func (s *swappable) Name() string { return s.name }
 
-func (s *swappable) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (s *swappable) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	up := s.current()
 	if up == nil {
 		return nil, fmt.Errorf("mcp server %q: %w", s.name, upstream.ErrNotRunning)

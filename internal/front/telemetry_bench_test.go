@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // echoUpstream answers tools/call at once, in memory: the gateway's own
@@ -24,11 +24,11 @@ type echoUpstream struct{}
 
 func (echoUpstream) Name() string                    { return "echo" }
 func (echoUpstream) Start(ctx context.Context) error { return nil }
-func (echoUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (echoUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	if method == "tools/list" {
-		return &upstream.Response{Result: json.RawMessage(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)}, nil
 	}
-	return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}, nil
+	return &wire.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}, nil
 }
 func (echoUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -156,12 +155,12 @@ func (b *builtinUpstream) InitializeResult() json.RawMessage {
 func (b *builtinUpstream) Generation() uint64 { return 1 }
 func (b *builtinUpstream) Close() error       { return nil }
 
-func (b *builtinUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (b *builtinUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	if method != "tools/list" {
-		return &upstream.Response{Error: wire.Errorf(wire.CodeMethodNotFound, "%s is not served by the gateway's own tools", method).Marshal()}, nil
+		return &wire.Response{Error: wire.Errorf(wire.CodeMethodNotFound, "%s is not served by the gateway's own tools", method).Marshal()}, nil
 	}
 	list, _ := json.Marshal(map[string]any{"tools": b.defs})
-	return &upstream.Response{Result: list}, nil
+	return &wire.Response{Result: list}, nil
 }
 
 // dropServer closes every session's own upstream session of a removed server.

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -135,7 +134,7 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q did not answer %s within %s; the call was cancelled at the server", srv.name, m.Method, timeout))
 		}
-		if errors.Is(err, upstream.ErrStart) {
+		if errors.Is(err, wire.ErrStart) {
 			g.Router.lost(srv, err)
 		}
 		return failure(m, err)
@@ -820,7 +819,7 @@ func (s *Session) hooksFor(srv *server) Hooks {
 // except that refused credentials become a tool error the agent can read,
 // never an authentication challenge.
 func failure(m *wire.Message, err error) Reply {
-	if errors.Is(err, upstream.ErrCredentials) && m.Method == "tools/call" {
+	if errors.Is(err, wire.ErrCredentials) && m.Method == "tools/call" {
 		return Reply{Result: toolError(err.Error())}
 	}
 	return errorReply(asWireError(err))

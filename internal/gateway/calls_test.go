@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -43,7 +42,7 @@ type scripted struct {
 	fakeUpstream
 	caps    string // the capabilities object of its initialize result
 	prompts []string
-	handle  func(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error)
+	handle  func(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error)
 
 	mu   sync.Mutex
 	seen []string // method + " " + params of every request but the lists
@@ -57,7 +56,7 @@ func (f *scripted) InitializeResult() json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"f","version":"1"}}`)
 }
 
-func (f *scripted) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (f *scripted) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	switch method {
 	case "tools/list":
 		return f.fakeUpstream.Call(ctx, method, params)
@@ -66,11 +65,11 @@ func (f *scripted) Call(ctx context.Context, method string, params json.RawMessa
 		for i, n := range f.prompts {
 			defs[i] = `{"name":"` + n + `"}`
 		}
-		return &upstream.Response{Result: json.RawMessage(`{"prompts":[` + strings.Join(defs, ",") + `]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"prompts":[` + strings.Join(defs, ",") + `]}`)}, nil
 	case "resources/list":
-		return &upstream.Response{Result: json.RawMessage(`{"resources":[{"uri":"mem://` + f.name + `","name":"r"}]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"resources":[{"uri":"mem://` + f.name + `","name":"r"}]}`)}, nil
 	case "resources/templates/list":
-		return &upstream.Response{Result: json.RawMessage(`{"resourceTemplates":[]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"resourceTemplates":[]}`)}, nil
 	}
 	f.mu.Lock()
 	f.seen = append(f.seen, method+" "+string(params))
@@ -78,7 +77,7 @@ func (f *scripted) Call(ctx context.Context, method string, params json.RawMessa
 	if f.handle != nil {
 		return f.handle(ctx, method, params)
 	}
-	return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+	return &wire.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
 }
 
 func (f *scripted) requests() []string {
@@ -128,43 +127,43 @@ func TestForwarding(t *testing.T) {
 		name       string
 		method     string
 		params     string
-		respond    func(ctx context.Context) (*upstream.Response, error)
+		respond    func(ctx context.Context) (*wire.Response, error)
 		wantSeen   string // what the server received, "" for nothing
 		wantResult string
 		wantError  string // a substring of the raw JSON-RPC error
 	}{
 		{
 			name: "a tool failure stays an isError result", method: "tools/call", params: `{"name":"b_echo"}`,
-			respond: func(context.Context) (*upstream.Response, error) {
-				return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"no"}],"isError":true}`)}, nil
+			respond: func(context.Context) (*wire.Response, error) {
+				return &wire.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"no"}],"isError":true}`)}, nil
 			},
 			wantSeen: `tools/call {"name":"echo"}`, wantResult: `{"content":[{"type":"text","text":"no"}],"isError":true}`,
 		},
 		{
 			name: "a server's JSON-RPC error passes unchanged", method: "tools/call", params: `{"name":"b_echo"}`,
-			respond: func(context.Context) (*upstream.Response, error) {
-				return &upstream.Response{Error: json.RawMessage(serverErr)}, nil
+			respond: func(context.Context) (*wire.Response, error) {
+				return &wire.Response{Error: json.RawMessage(serverErr)}, nil
 			},
 			wantSeen: `tools/call {"name":"echo"}`, wantError: serverErr,
 		},
 		{
 			name: "a transport failure is an internal error naming it", method: "tools/call", params: `{"name":"b_echo"}`,
-			respond: func(context.Context) (*upstream.Response, error) {
+			respond: func(context.Context) (*wire.Response, error) {
 				return nil, errors.New(`mcp server "b": connection reset`)
 			},
 			wantSeen: `tools/call {"name":"echo"}`, wantError: `{"code":-32603,"message":"mcp server \"b\": connection reset"}`,
 		},
 		{
 			name: "refused credentials are a tool error the agent reads", method: "tools/call", params: `{"name":"b_echo"}`,
-			respond: func(context.Context) (*upstream.Response, error) {
-				return nil, fmt.Errorf(`mcp server "b": %w`, upstream.ErrCredentials)
+			respond: func(context.Context) (*wire.Response, error) {
+				return nil, fmt.Errorf(`mcp server "b": %w`, wire.ErrCredentials)
 			},
 			wantSeen: `tools/call {"name":"echo"}`, wantResult: `{"content":[{"text":"mcp server \"b\": mcp server refused the credentials","type":"text"}],"isError":true}`,
 		},
 		{
 			name: "refused credentials outside tools/call are an error", method: "prompts/get", params: `{"name":"b_greet"}`,
-			respond: func(context.Context) (*upstream.Response, error) {
-				return nil, fmt.Errorf(`mcp server "b": %w`, upstream.ErrCredentials)
+			respond: func(context.Context) (*wire.Response, error) {
+				return nil, fmt.Errorf(`mcp server "b": %w`, wire.ErrCredentials)
 			},
 			wantSeen: `prompts/get {"name":"greet"}`, wantError: `"code":-32603`,
 		},
@@ -191,7 +190,7 @@ func TestForwarding(t *testing.T) {
 		},
 		{
 			name: "the call's timeout cancels it at the server", method: "tools/call", params: `{"name":"b_echo"}`,
-			respond: func(ctx context.Context) (*upstream.Response, error) {
+			respond: func(ctx context.Context) (*wire.Response, error) {
 				select {
 				case <-ctx.Done(): // the server is told: the fake's context ends
 					return nil, ctx.Err()
@@ -207,7 +206,7 @@ func TestForwarding(t *testing.T) {
 			a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}, prompts: []string{"greet"}}
 			b := &scripted{fakeUpstream: fakeUpstream{name: "b", tools: []string{tool("echo")}}, prompts: []string{"greet"}}
 			if tt.respond != nil {
-				b.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*upstream.Response, error) {
+				b.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*wire.Response, error) {
 					return tt.respond(ctx)
 				}
 			}
@@ -257,13 +256,13 @@ func TestProgressTokens(t *testing.T) {
 			f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
 			g := gatewayWith(t, RouterOptions{}, f)
 			hooks := g.UpstreamHooks("a")
-			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 				serverToken = wire.Get(wire.Get(params, "_meta"), "progressToken")
 				if serverToken != nil {
 					hooks.OnNotification("notifications/progress", json.RawMessage(`{"progressToken":`+string(serverToken)+`,"progress":1,"total":2}`))
 				}
 				hooks.OnNotification("notifications/progress", json.RawMessage(`{"progressToken":"gw-progress-999","progress":1}`)) // nobody's
-				return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+				return &wire.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
 			}
 			s := sessionWith(t, g, `{}`)
 			rec := &recorder{}
@@ -301,7 +300,7 @@ func TestProgressTokens(t *testing.T) {
 func blockingServer(name string) (*scripted, <-chan struct{}, <-chan error) {
 	started, ended := make(chan struct{}, 4), make(chan error, 4)
 	f := &scripted{fakeUpstream: fakeUpstream{name: name, tools: []string{tool("wait")}}}
-	f.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*upstream.Response, error) {
+	f.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*wire.Response, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		ended <- ctx.Err()
@@ -420,17 +419,17 @@ func TestServerRequestRouting(t *testing.T) {
 			g := gatewayWith(t, RouterOptions{}, f)
 			hooks := g.UpstreamHooks("a")
 			waiting, release := make(chan struct{}), make(chan struct{})
-			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 				if name, _ := wire.GetString(params, "name"); name == "wait" {
 					close(waiting)
 					<-release
-					return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+					return &wire.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
 				}
 				res, werr := hooks.OnRequest(ctx, tt.method, json.RawMessage(tt.params))
 				if werr != nil {
-					return &upstream.Response{Result: json.RawMessage(`{"error":` + string(werr.Marshal()) + `}`)}, nil
+					return &wire.Response{Result: json.RawMessage(`{"error":` + string(werr.Marshal()) + `}`)}, nil
 				}
-				return &upstream.Response{Result: json.RawMessage(`{"answer":` + string(res) + `}`)}, nil
+				return &wire.Response{Result: json.RawMessage(`{"answer":` + string(res) + `}`)}, nil
 			}
 			caller := sessionWith(t, g, tt.callerCap)
 			if tt.otherCall {
@@ -559,9 +558,9 @@ func TestLogMessageRouting(t *testing.T) {
 	}
 
 	// A call of debugClient in flight: its stream alone.
-	f.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*upstream.Response, error) {
+	f.handle = func(ctx context.Context, _ string, _ json.RawMessage) (*wire.Response, error) {
 		hooks.OnNotification("notifications/message", json.RawMessage(info))
-		return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
 	}
 	rec := &recorder{}
 	debugClient.Handle(context.Background(), msg(`2`, "tools/call", `{"name":"x"}`), rec)
@@ -625,8 +624,8 @@ func TestSubscriptions(t *testing.T) {
 // one of them says why instead of "unknown tool".
 func TestLostServerIsUnavailable(t *testing.T) {
 	f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}}
-	f.handle = func(context.Context, string, json.RawMessage) (*upstream.Response, error) {
-		return nil, fmt.Errorf(`mcp server "a": exited: %w`, upstream.ErrStart)
+	f.handle = func(context.Context, string, json.RawMessage) (*wire.Response, error) {
+		return nil, fmt.Errorf(`mcp server "a": exited: %w`, wire.ErrStart)
 	}
 	g := gatewayWith(t, RouterOptions{RetryMin: time.Hour}, f)
 	s := sessionWith(t, g, `{}`)
@@ -673,11 +672,11 @@ func TestBridgingInputRequired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &statelessScripted{scripted{fakeUpstream: fakeUpstream{name: "m", tools: []string{tool("greet")}}}}
-			f.handle = func(_ context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+			f.handle = func(_ context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 				if wire.Get(params, "inputResponses") == nil || tt.always {
-					return &upstream.Response{Result: json.RawMessage(inputRequired)}, nil
+					return &wire.Response{Result: json.RawMessage(inputRequired)}, nil
 				}
-				return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}, nil
+				return &wire.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}, nil
 			}
 			g := gatewayWith(t, RouterOptions{}, f)
 			s := sessionWith(t, g, tt.clientCaps)

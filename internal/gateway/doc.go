@@ -15,4 +15,10 @@
 // Every request forwarded to a server passes one point, forwardObserved, where
 // the Gateway's [Observer] (metrics, traces, the call log: internal/telemetry)
 // sees it start and end.
+//
+// The gateway speaks its own vocabulary: a server is anything with the
+// [Upstream] method set, its answers are [wire.Response] and the failures it
+// acts on are wire's kinds (wire.ErrStart, wire.ErrCredentials,
+// wire.ErrNotStateless); it does not import internal/upstream, which
+// implements that interface.
 package gateway

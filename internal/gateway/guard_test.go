@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -228,8 +227,8 @@ func (q *quietGuard) Permits(c *GuardCall) bool {
 // left out, and its total (which counted them) dropped.
 func TestGuardFiltersCompletionValues(t *testing.T) {
 	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}, prompts: []string{"greet"},
-		handle: func(context.Context, string, json.RawMessage) (*upstream.Response, error) {
-			return &upstream.Response{Result: json.RawMessage(`{"completion":{"values":["bob","secret-plan","sec"],"total":3,"hasMore":false}}`)}, nil
+		handle: func(context.Context, string, json.RawMessage) (*wire.Response, error) {
+			return &wire.Response{Result: json.RawMessage(`{"completion":{"values":["bob","secret-plan","sec"],"total":3,"hasMore":false}}`)}, nil
 		}}
 	g := gatewayWith(t, RouterOptions{}, a)
 	g.Guard = &quietGuard{}

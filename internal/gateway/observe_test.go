@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -55,13 +54,13 @@ func TestObserver(t *testing.T) {
 	srv := &scripted{fakeUpstream: fakeUpstream{name: "srv", tools: []string{tool("echo")}}}
 	var sawObserved bool
 	fail := errors.New("pipe broken")
-	srv.handle = func(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	srv.handle = func(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 		sawObserved = ctx.Value(ctxKey{}) == "observed"
 		if string(params) == `{"name":"echo","arguments":{"fail":true}}` {
 			return nil, fail
 		}
 		time.Sleep(5 * time.Millisecond)
-		return &upstream.Response{Result: json.RawMessage(`{"content":[],"isError":true}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"content":[],"isError":true}`)}, nil
 	}
 	other := &fakeUpstream{name: "other", tools: []string{tool("echo")}} // first in order: srv's echo is srv_echo
 	g := gatewayWith(t, RouterOptions{}, srv, other)
@@ -115,7 +114,7 @@ func TestObserver(t *testing.T) {
 // A call that outlives its timeout ends with Timeout.
 func TestObserverTimeout(t *testing.T) {
 	srv := &scripted{fakeUpstream: fakeUpstream{name: "srv", tools: []string{tool("slow")}}}
-	srv.handle = func(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+	srv.handle = func(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -137,7 +136,7 @@ func TestObserverTraceBack(t *testing.T) {
 	g.Observer = &recordingObserver{}
 	hooks := g.UpstreamHooks("a")
 	var sampled json.RawMessage
-	f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*upstream.Response, error) {
+	f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 		token := wire.Get(wire.Get(params, "_meta"), "progressToken")
 		hooks.OnNotification("notifications/progress", json.RawMessage(`{"progressToken":`+string(token)+`,"progress":1}`))
 		res, werr := hooks.OnRequest(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":1}`))
@@ -145,7 +144,7 @@ func TestObserverTraceBack(t *testing.T) {
 			return nil, werr
 		}
 		sampled = res
-		return &upstream.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"content":[]}`)}, nil
 	}
 	s := sessionWith(t, g, `{"sampling":{}}`)
 	stream := &answeringStream{s: s, answer: `{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`}

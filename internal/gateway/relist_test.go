@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // listFake offers tools and prompts whose lists the test changes, and can
@@ -27,7 +27,7 @@ func (f *listFake) InitializeResult() json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true}},"serverInfo":{"name":"f","version":"1"}}`)
 }
 
-func (f *listFake) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (f *listFake) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	f.mu.Lock()
 	hold, enter := f.holdTools, f.toolsEnter
 	tools, prompts := slices.Clone(f.toolNames), slices.Clone(f.prompts)
@@ -42,13 +42,13 @@ func (f *listFake) Call(ctx context.Context, method string, params json.RawMessa
 		for i, n := range tools {
 			defs[i] = tool(n)
 		}
-		return &upstream.Response{Result: json.RawMessage(`{"tools":[` + strings.Join(defs, ",") + `]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"tools":[` + strings.Join(defs, ",") + `]}`)}, nil
 	case "prompts/list":
 		defs := make([]string, len(prompts))
 		for i, n := range prompts {
 			defs[i] = `{"name":"` + n + `"}`
 		}
-		return &upstream.Response{Result: json.RawMessage(`{"prompts":[` + strings.Join(defs, ",") + `]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"prompts":[` + strings.Join(defs, ",") + `]}`)}, nil
 	}
 	return f.fakeUpstream.Call(ctx, method, params)
 }

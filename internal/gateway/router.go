@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -27,7 +26,7 @@ type Upstream interface {
 	Start(ctx context.Context) error
 	// Call sends one request and returns the server's response unchanged.
 	// An error is a transport failure, never a JSON-RPC error response.
-	Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error)
+	Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error)
 	// Notify sends a notification to a running server.
 	Notify(ctx context.Context, method string, params json.RawMessage) error
 	// InitializeResult is the raw result of the server's initialize.
@@ -250,7 +249,7 @@ func (s *server) close() []error {
 
 // AddDualEra registers an upstream like Add, with a way to make a companion
 // upstream for 2026-07-28 clients: newStateless must return one that fails to
-// start (upstream.ErrNotModern) unless its server speaks that era.
+// start (wire.ErrNotStateless) unless its server speaks that era.
 func (r *Router) AddDualEra(up Upstream, newStateless func() Upstream) {
 	s := newServer(up)
 	s.newStateless = newStateless
@@ -282,7 +281,7 @@ func (r *Router) statelessCompanion(ctx context.Context, s *server) Upstream {
 	up := s.newStateless()
 	if err := up.Start(ctx); err != nil {
 		_ = up.Close()
-		if errors.Is(err, upstream.ErrNotModern) {
+		if errors.Is(err, wire.ErrNotStateless) {
 			s.noStateless = true
 			r.log.Debug("mcp server speaks only the session era; 2026-07-28 clients are bridged", "server", s.name)
 		} else {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -40,7 +39,7 @@ func (f *fakeUpstream) Close() error       { return nil }
 func (f *fakeUpstream) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	return nil
 }
-func (f *fakeUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*upstream.Response, error) {
+func (f *fakeUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	switch method {
 	case "tools/list":
 		start := 0
@@ -55,15 +54,15 @@ func (f *fakeUpstream) Call(ctx context.Context, method string, params json.RawM
 		if end < len(f.tools) {
 			res += fmt.Sprintf(`,"nextCursor":"%d"`, end)
 		}
-		return &upstream.Response{Result: json.RawMessage(res + "}")}, nil
+		return &wire.Response{Result: json.RawMessage(res + "}")}, nil
 	case "tools/call":
 		f.calls = append(f.calls, string(params))
 		if f.onCall != nil {
 			f.onCall(string(params))
 		}
-		return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"from ` + f.name + `"}],"x-extra":1}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"from ` + f.name + `"}],"x-extra":1}`)}, nil
 	}
-	return &upstream.Response{Error: json.RawMessage(`{"code":-32601,"message":"nope"}`)}, nil
+	return &wire.Response{Error: json.RawMessage(`{"code":-32601,"message":"nope"}`)}, nil
 }
 
 func tool(name string) string {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -123,7 +122,7 @@ func TestDualEraCompanion(t *testing.T) {
 // sessionOnly fails to start, as a server of the session era only does.
 type sessionOnly struct{ fakeUpstream }
 
-func (*sessionOnly) Start(context.Context) error { return upstream.ErrNotModern }
+func (*sessionOnly) Start(context.Context) error { return wire.ErrNotStateless }
 
 // TestSessionEraOnlyServerIsBridged: when the companion turns out not to
 // speak 2026-07-28, stateless calls go to the primary with the era's _meta

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
-	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -268,11 +267,11 @@ func (benchUpstream) InitializeResult() json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"b","version":"1"}}`)
 }
 func (benchUpstream) Notify(context.Context, string, json.RawMessage) error { return nil }
-func (benchUpstream) Call(_ context.Context, method string, _ json.RawMessage) (*upstream.Response, error) {
+func (benchUpstream) Call(_ context.Context, method string, _ json.RawMessage) (*wire.Response, error) {
 	if method == "tools/list" {
-		return &upstream.Response{Result: json.RawMessage(`{"tools":[{"name":"tool0","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"tools":[{"name":"tool0","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`)}, nil
 	}
-	return &upstream.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)}, nil
+	return &wire.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)}, nil
 }
 
 // BenchmarkCall is one tools/call through the gateway: without a guard,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // Kinds of failure a caller can test for with errors.Is.
@@ -18,11 +20,6 @@ var (
 	// stdout, a line over the size limit, closed stdout, stopped reading stdin);
 	// its process was killed.
 	ErrProtocol = errors.New("mcp server broke the stdio protocol")
-	// ErrStart marks a call that failed because its server could not be
-	// (re)started: the caller may take the server out of service.
-	ErrStart = errors.New("mcp server could not be started")
-	// ErrNotModern: a server required to speak 2026-07-28 does not.
-	ErrNotModern = errors.New("mcp server does not speak 2026-07-28")
 	// ErrInvalidMessage: a message for a stdio server could not be written
 	// as one line (it holds a line break and is not valid JSON); it was not
 	// sent, and the process is unaffected.
@@ -111,9 +108,9 @@ func stderrSuffix(lines []string) string {
 	return "; its last stderr:\n\t" + strings.Join(lines, "\n\t")
 }
 
-// startFailed wraps a start error so that errors.Is(err, ErrStart) holds,
+// startFailed wraps a start error so that errors.Is(err, wire.ErrStart) holds,
 // keeping its message.
 type startFailed struct{ err error }
 
 func (e *startFailed) Error() string   { return e.err.Error() }
-func (e *startFailed) Unwrap() []error { return []error{e.err, ErrStart} }
+func (e *startFailed) Unwrap() []error { return []error{e.err, wire.ErrStart} }

@@ -356,8 +356,8 @@ func (h *HTTP) Start(ctx context.Context) error {
 // If the server answers 404 for the session (it has forgotten it), a new
 // session is established and the call is sent again, once. When ctx ends
 // first, the server is sent notifications/cancelled and Call returns an error
-// wrapping ctx.Err(). A 401 or 403 is an error wrapping ErrCredentials.
-func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) (*Response, error) {
+// wrapping ctx.Err(). A 401 or 403 is an error wrapping wire.ErrCredentials.
+func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	params = withTraceMeta(ctx, params)
 	for retried := false; ; retried = true {
 		s, err := h.running(ctx)
@@ -566,7 +566,7 @@ func (h *HTTP) connect(ctx context.Context) (*session, error) {
 		h.setTransport(TransportSSE)
 		return s, nil
 	}
-	if isContextError(sseErr) || errors.Is(sseErr, ErrCredentials) {
+	if isContextError(sseErr) || errors.Is(sseErr, wire.ErrCredentials) {
 		return nil, sseErr
 	}
 	return nil, newRemoteError([]error{ErrRemoteProtocol},

@@ -366,7 +366,7 @@ func TestRemoteRefusedCredentials(t *testing.T) {
 			want := `mcp server "notion" refused the credentials (HTTP 401); check its headers (it asks for: Bearer realm="remote", error="invalid_token")`
 			srv.refuse.Store(http.StatusUnauthorized)
 			err := fx.up.Start(ctx)
-			if !errors.Is(err, upstream.ErrCredentials) || err.Error() != want {
+			if !errors.Is(err, wire.ErrCredentials) || err.Error() != want {
 				t.Fatalf("Start = %v\nwant %s", err, want)
 			}
 			// Credentials revoked while the session runs: 403 on a call.
@@ -374,7 +374,7 @@ func TestRemoteRefusedCredentials(t *testing.T) {
 			remoteCall(t, ctx, fx.up, "echo", `{}`)
 			srv.refuse.Store(http.StatusForbidden)
 			_, err = fx.up.Call(ctx, "tools/call", toolParams("echo", `{}`))
-			if !errors.Is(err, upstream.ErrCredentials) || !strings.HasPrefix(err.Error(), `mcp server "notion" refused the credentials (HTTP 403); check its headers`) {
+			if !errors.Is(err, wire.ErrCredentials) || !strings.HasPrefix(err.Error(), `mcp server "notion" refused the credentials (HTTP 403); check its headers`) {
 				t.Fatalf("call = %v, want the credentials refused", err)
 			}
 		})

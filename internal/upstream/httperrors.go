@@ -13,10 +13,6 @@ import (
 // Kinds of failure of a remote (HTTP) upstream a caller can test for with
 // errors.Is, besides ErrClosed and ErrNotRunning.
 var (
-	// ErrCredentials: the server answered 401 or 403, refusing the
-	// credentials in the configured headers. The text says so in words that
-	// cannot be taken for the gateway's own 401.
-	ErrCredentials = errors.New("mcp server refused the credentials")
 	// ErrResponseTooLarge: one response was longer than
 	// HTTPOptions.MaxResponseBytes; the call failed.
 	ErrResponseTooLarge = errors.New("mcp server response over the size limit")

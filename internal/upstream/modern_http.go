@@ -84,7 +84,7 @@ const codeUnsupportedVersion = -32022
 
 // versionRejected reports an answer refusing the request's protocol
 // version while naming 2026-07-28 among the supported ones.
-func versionRejected(resp Response) bool {
+func versionRejected(resp wire.Response) bool {
 	if resp.Error == nil {
 		return false
 	}
@@ -99,7 +99,7 @@ func versionRejected(resp Response) bool {
 
 // initializeRefused reports whether an initialize failure may be a server
 // of the 2026-07-28 era refusing it: a JSON-RPC error or an HTTP 400.
-func initializeRefused(err error, resp Response) bool {
+func initializeRefused(err error, resp wire.Response) bool {
 	if err == nil {
 		return resp.Error != nil
 	}

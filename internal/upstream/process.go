@@ -83,7 +83,7 @@ type process struct {
 type pendingCall struct{ ch chan callResult }
 
 type callResult struct {
-	resp Response
+	resp wire.Response
 	fail *failure
 }
 
@@ -192,13 +192,13 @@ func lookPath(name string, env []string) (string, error) {
 
 // call sends one request and waits for its response. Its errors are
 // errNotSent, a *failure, or ctx.Err().
-func (p *process) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
+func (p *process) call(ctx context.Context, method string, params json.RawMessage) (wire.Response, error) {
 	c := pendingPool.Get().(*pendingCall)
 	p.mu.Lock()
 	if p.pending == nil || p.cause != nil {
 		p.mu.Unlock()
 		pendingPool.Put(c)
-		return Response{}, errNotSent
+		return wire.Response{}, errNotSent
 	}
 	id := p.ids.next(p.isPending)
 	p.pending[id] = c
@@ -214,7 +214,7 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 			<-c.ch
 		}
 		pendingPool.Put(c)
-		return Response{}, err
+		return wire.Response{}, err
 	}
 	if err != nil && err != errNotSent {
 		return p.abandon(ctx, id, c, sent)
@@ -224,7 +224,7 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 	case r := <-c.ch:
 		pendingPool.Put(c)
 		if r.fail != nil {
-			return Response{}, r.fail
+			return wire.Response{}, r.fail
 		}
 		return r.resp, nil
 	case <-ctx.Done():
@@ -235,12 +235,12 @@ func (p *process) call(ctx context.Context, method string, params json.RawMessag
 // abandon ends a call whose ctx is done. If the response has already been
 // taken for delivery it is returned; otherwise, when sent says the server has
 // seen the request, it is told that the caller gave up.
-func (p *process) abandon(ctx context.Context, id uint64, c *pendingCall, sent bool) (Response, error) {
+func (p *process) abandon(ctx context.Context, id uint64, c *pendingCall, sent bool) (wire.Response, error) {
 	if !p.forget(id) {
 		r := <-c.ch // delivered or about to be
 		pendingPool.Put(c)
 		if r.fail != nil {
-			return Response{}, r.fail
+			return wire.Response{}, r.fail
 		}
 		return r.resp, nil
 	}
@@ -249,7 +249,7 @@ func (p *process) abandon(ctx context.Context, id uint64, c *pendingCall, sent b
 		reason := context.Cause(ctx).Error()
 		p.goBackground(func() { p.sendCancelled(id, reason) })
 	}
-	return Response{}, ctx.Err()
+	return wire.Response{}, ctx.Err()
 }
 
 // isPending reports whether id is a pending call's; p.mu is held.

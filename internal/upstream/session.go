@@ -80,7 +80,7 @@ type remoteCall struct {
 }
 
 type callOutcome struct {
-	resp Response
+	resp wire.Response
 	err  error
 }
 
@@ -160,7 +160,7 @@ func (s *session) initialize(ctx context.Context) error {
 // call sends one request and waits for its response. Its errors are
 // complete messages, except errNotSent and errSessionExpired (the request
 // was not processed; HTTP retries on a new session) and ctx's.
-func (s *session) call(ctx context.Context, method string, params json.RawMessage) (Response, error) {
+func (s *session) call(ctx context.Context, method string, params json.RawMessage) (wire.Response, error) {
 	c := &remoteCall{method: method, ch: make(chan callOutcome, 1)}
 
 	// The request and its response stream end when ctx ends before the
@@ -186,7 +186,7 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	s.mu.Lock()
 	if s.end != nil {
 		s.mu.Unlock()
-		return Response{}, errNotSent
+		return wire.Response{}, errNotSent
 	}
 	id := s.ids.next(s.isPending)
 	s.pending[id] = c
@@ -213,23 +213,23 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 			return s.abandon(ctx, id, c)
 		case errors.Is(err, errSessionExpired): // not processed: HTTP retries it
 			s.take(id, c)
-			return Response{}, errSessionExpired
+			return wire.Response{}, errSessionExpired
 		case errors.As(err, new(*authError)):
 			// Refused for its credentials, so never processed; this error
 			// says why, whatever the session's end (which a lost grant
 			// brings about at once: its instance restarts) delivered.
 			s.take(id, c)
-			return Response{}, err
+			return wire.Response{}, err
 		case isContextError(err): // the session went down under the request
 			if r, ok := s.take(id, c); ok {
 				return r.resp, r.err
 			}
-			return Response{}, s.endError(method)
+			return wire.Response{}, s.endError(method)
 		}
 		if r, ok := s.take(id, c); ok {
 			return r.resp, r.err // answered after all (a JSON-RPC error body)
 		}
-		return Response{}, err
+		return wire.Response{}, err
 	}
 	select {
 	case r := <-c.ch:
@@ -255,7 +255,7 @@ func (s *session) take(id uint64, c *remoteCall) (callOutcome, bool) {
 
 // abandon ends a call whose ctx is done: unless its outcome arrived
 // meanwhile, the server is told the caller gave up.
-func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (Response, error) {
+func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (wire.Response, error) {
 	if !s.forget(id) {
 		r := <-c.ch
 		return r.resp, r.err
@@ -264,7 +264,7 @@ func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (Respon
 		reason := context.Cause(ctx).Error()
 		s.goBackground(func() { s.sendCancelled(id, reason) })
 	}
-	return Response{}, ctx.Err()
+	return wire.Response{}, ctx.Err()
 }
 
 // isPending reports whether id is a pending call's; s.mu is held.
@@ -794,7 +794,7 @@ func (s *session) credentialsError(resp *http.Response) error {
 	if c := resp.Header.Get("WWW-Authenticate"); c != "" {
 		hint = fmt.Sprintf(" (it asks for: %s)", preview([]byte(c)))
 	}
-	return newRemoteError([]error{ErrCredentials}, "mcp server %q refused the credentials (HTTP %d); check its headers%s", s.name(), resp.StatusCode, hint)
+	return newRemoteError([]error{wire.ErrCredentials}, "mcp server %q refused the credentials (HTTP %d); check its headers%s", s.name(), resp.StatusCode, hint)
 }
 
 func (s *session) transportError(what string, err error) error {
@@ -1012,7 +1012,7 @@ func (s *session) listen(ready chan<- struct{}) {
 			if errors.Is(err, errSessionExpired) {
 				return
 			}
-			if errors.Is(err, ErrCredentials) {
+			if errors.Is(err, wire.ErrCredentials) {
 				s.h.log.Warn(err.Error() + "; its GET stream stays closed")
 				return
 			}

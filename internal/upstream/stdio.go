@@ -60,7 +60,7 @@ type StdioOptions struct {
 	// fills in where the caller left it out), others get initialize. A
 	// server's era is chosen for the life of its process.
 	ProbeModern bool
-	// RequireModern fails Start (with ErrNotModern) when the server does not
+	// RequireModern fails Start (with wire.ErrNotStateless) when the server does not
 	// speak 2026-07-28, instead of falling back to initialize.
 	RequireModern bool
 	// OnNotification receives the notifications the server sends
@@ -81,13 +81,6 @@ type StdioOptions struct {
 	// KillGrace is the time Close leaves the process group between SIGTERM
 	// and SIGKILL. Zero means 3s.
 	KillGrace time.Duration
-}
-
-// Response is a server's answer to a call. Exactly one field is set; both
-// hold the server's bytes unchanged.
-type Response struct {
-	Result json.RawMessage
-	Error  json.RawMessage // the raw JSON-RPC error object
 }
 
 // Stdio is an MCP server run as a supervised child process speaking
@@ -217,7 +210,7 @@ func (s *Stdio) Start(ctx context.Context) error {
 // When ctx ends first, the server is sent notifications/cancelled and Call
 // returns an error wrapping ctx.Err(). When the process dies during the call,
 // the error wraps ErrExited or ErrProtocol and quotes the server's stderr.
-func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage) (*Response, error) {
+func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	params = withTraceMeta(ctx, params)
 	for retried := false; ; retried = true {
 		p, err := s.running(ctx)
@@ -512,7 +505,7 @@ func (s *Stdio) initialize(ctx context.Context, p *process) error {
 			return nil
 		}
 		if s.opts.RequireModern {
-			return ErrNotModern
+			return wire.ErrNotStateless
 		}
 	}
 	resp, err := p.call(ctx, "initialize", s.initParams)
@@ -561,7 +554,7 @@ func (s *Stdio) startError(p *process, err error) error {
 	var rpcErr *wire.Error
 	var invalid *invalidInitializeError
 	switch {
-	case errors.Is(err, ErrNotModern):
+	case errors.Is(err, wire.ErrNotStateless):
 		return fmt.Errorf("mcp server %q: %w", s.opts.Name, err)
 	case errors.Is(err, errNotSent):
 		return &serverError{server: s.opts.Name, phase: phaseInitialize, f: p.finalFailure()}

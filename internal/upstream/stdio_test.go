@@ -64,7 +64,7 @@ func toolParams(name, args string) json.RawMessage {
 	return json.RawMessage(`{"name":"` + name + `","arguments":` + args + `}`)
 }
 
-func callTool(ctx context.Context, s *upstream.Stdio, name, args string) (*upstream.Response, error) {
+func callTool(ctx context.Context, s *upstream.Stdio, name, args string) (*wire.Response, error) {
 	return s.Call(ctx, "tools/call", toolParams(name, args))
 }
 
