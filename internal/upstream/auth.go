@@ -62,7 +62,7 @@ func (h *HTTP) sendAuthorized(req *http.Request) (*http.Response, error) {
 		defer cancel()
 	}
 	if h.opts.OnRequest != nil {
-		actx = context.WithValue(actx, askClientKey{}, h.answer)
+		actx = context.WithValue(actx, askClientKey{}, h.hooks.Request)
 	}
 	if err := h.opts.Auth.Authorize(actx, first, resp); err != nil {
 		if isContextError(err) && ctx.Err() != nil {

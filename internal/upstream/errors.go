@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -20,11 +21,12 @@ var (
 	// stdout, a line over the size limit, closed stdout, stopped reading stdin);
 	// its process was killed.
 	ErrProtocol = errors.New("mcp server broke the stdio protocol")
-	// ErrInvalidMessage: a message for a stdio server could not be written
-	// as one line (it holds a line break and is not valid JSON); it was not
-	// sent, and the process is unaffected.
-	ErrInvalidMessage = errors.New("message cannot be sent as one line")
 )
+
+// ErrInvalidMessage: a message for a stdio server could not be written as
+// one line (it holds a line break and is not valid JSON); it was not sent,
+// and the process is unaffected.
+var ErrInvalidMessage = rpc.ErrInvalidMessage
 
 // errNotSent: the process went down before the request was registered, so the
 // server never saw it and the call may safely go to a fresh process.

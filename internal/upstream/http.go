@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -165,6 +166,8 @@ type HTTP struct {
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
 	// at any moment.
 	rootsDeclared bool
+	// hooks receive what the server sends unprompted, on every session.
+	hooks rpc.Hooks
 
 	gen        atomic.Uint64
 	started    atomic.Int64            // unix nanoseconds of the current session's start
@@ -219,6 +222,7 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),
 		paramHeaders:  opts.ParamHeaders,
+		hooks:         rpc.Hooks{Server: opts.Name, OnNotification: opts.OnNotification, OnRequest: opts.OnRequest},
 	}
 	if h.paramHeaders == nil {
 		h.paramHeaders = &ParamHeaders{}
@@ -614,16 +618,6 @@ func (h *HTTP) connectSSE(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (h *HTTP) answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
-	if h.opts.OnRequest != nil {
-		return h.opts.OnRequest(ctx, method, params)
-	}
-	if method == "ping" {
-		return json.RawMessage(`{}`), nil
-	}
-	return nil, wire.Errorf(wire.CodeMethodNotFound, "the gateway does not serve %s requests from mcp server %q", method, h.opts.Name)
 }
 
 // send sends one request of a session through the client.

@@ -2,13 +2,10 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -39,9 +37,10 @@ const (
 // serving them. It is never restarted; Stdio replaces it.
 //
 // Goroutines and their owner: wait (started by exec) owns readStdout, the
-// stderr forwarder and every background goroutine (wg: server-to-client
-// request handlers, cancellations, the end of an interrupted write); it ends
-// after the child has exited, and closes done when all of them have ended.
+// stderr forwarder and every background goroutine (those of rpc: handlers
+// of the server's requests, cancellations, the end of an interrupted
+// write); it ends after the child has exited, and closes done when all of
+// them have ended.
 type process struct {
 	s   *Stdio
 	cmd *exec.Cmd
@@ -57,16 +56,17 @@ type process struct {
 	dmu  sync.Mutex
 	wseq uint64
 
-	mu       sync.Mutex
-	ids      idSource                           // request ids, drawn under mu
-	pending  map[uint64]*pendingCall            // calls waiting for a response; nil once failed
-	incoming map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
-	cause    *failure                           // why it went down; set once
-	down     chan struct{}                      // closed when cause is set
-	isDown   atomic.Bool                        // cause != nil, for the lock-free fast path
-	ctx      context.Context                    // ends when the process goes down
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // background goroutines
+	// rpc correlates the messages on the pipes; it owns the background
+	// goroutines (server-to-client request handlers, cancellations, the
+	// end of an interrupted write).
+	rpc *rpc.Conn
+
+	mu     sync.Mutex
+	cause  *failure        // why it went down; set once
+	down   chan struct{}   // closed when cause is set
+	isDown atomic.Bool     // cause != nil, for the lock-free fast path
+	ctx    context.Context // ends when the process goes down
+	cancel context.CancelFunc
 
 	initialized atomic.Bool
 	initResult  json.RawMessage // set before the process is published
@@ -79,19 +79,6 @@ type process struct {
 	stderrDone chan struct{}
 	done       chan struct{} // closed when everything has ended
 }
-
-type pendingCall struct{ ch chan callResult }
-
-type callResult struct {
-	resp wire.Response
-	fail *failure
-}
-
-// pendingPool recycles pendingCalls whose channel is known to be empty and
-// unreferenced.
-var pendingPool = sync.Pool{New: func() any { return &pendingCall{ch: make(chan callResult, 1)} }}
-
-var errServerCancelled = errors.New("the server cancelled its request")
 
 // exec starts the command with its pipes and the goroutines that serve them.
 func (s *Stdio) exec() (*process, error) {
@@ -144,9 +131,6 @@ func (s *Stdio) exec() (*process, error) {
 		stdout:     files[2],
 		stderr:     files[4],
 		wsem:       make(chan struct{}, 1),
-		ids:        newIDSource(),
-		pending:    make(map[uint64]*pendingCall),
-		incoming:   make(map[string]context.CancelCauseFunc),
 		down:       make(chan struct{}),
 		exited:     make(chan struct{}),
 		stdoutDone: make(chan struct{}),
@@ -154,6 +138,8 @@ func (s *Stdio) exec() (*process, error) {
 		done:       make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	hooks := rpc.Hooks{Server: s.opts.Name, OnNotification: s.opts.OnNotification, OnRequest: s.opts.OnRequest}
+	p.rpc = rpc.New(p.ctx, s.opts.Name, s.log, hooks, p)
 	go p.readStdout()
 	go func() {
 		defer close(p.stderrDone)
@@ -191,430 +177,36 @@ func lookPath(name string, env []string) (string, error) {
 }
 
 // call sends one request and waits for its response. Its errors are
-// errNotSent, a *failure, or ctx.Err().
+// errNotSent, a *failure, an error wrapping ErrInvalidMessage, or ctx.Err().
 func (p *process) call(ctx context.Context, method string, params json.RawMessage) (wire.Response, error) {
-	c := pendingPool.Get().(*pendingCall)
-	p.mu.Lock()
-	if p.pending == nil || p.cause != nil {
-		p.mu.Unlock()
-		pendingPool.Put(c)
+	c, ok := p.rpc.Begin(method)
+	if !ok {
 		return wire.Response{}, errNotSent
 	}
-	id := p.ids.next(p.isPending)
-	p.pending[id] = c
-	p.mu.Unlock()
-
-	sent, err := p.writeRequest(ctx, id, method, params)
-	sent = sent && method != "initialize" // which a client must not cancel
-	if errors.Is(err, ErrInvalidMessage) {
-		// Never written; but the process may have gone down meanwhile and
-		// failPending put a result in c.ch, which must not go back to the
-		// pool with c.
-		if !p.forget(id) {
-			<-c.ch
-		}
-		pendingPool.Put(c)
+	sent, err := p.writeRequest(ctx, c.ID(), method, params)
+	switch {
+	case errors.Is(err, ErrInvalidMessage): // never written
+		c.Forget()
 		return wire.Response{}, err
-	}
-	if err != nil && err != errNotSent {
-		return p.abandon(ctx, id, c, sent)
+	case err != nil && err != errNotSent:
+		return c.Abandon(ctx, sent)
 	}
 	// Sent, or the process is down and will fail every pending call.
-	select {
-	case r := <-c.ch:
-		pendingPool.Put(c)
-		if r.fail != nil {
-			return wire.Response{}, r.fail
-		}
-		return r.resp, nil
-	case <-ctx.Done():
-		return p.abandon(ctx, id, c, sent)
-	}
-}
-
-// abandon ends a call whose ctx is done. If the response has already been
-// taken for delivery it is returned; otherwise, when sent says the server has
-// seen the request, it is told that the caller gave up.
-func (p *process) abandon(ctx context.Context, id uint64, c *pendingCall, sent bool) (wire.Response, error) {
-	if !p.forget(id) {
-		r := <-c.ch // delivered or about to be
-		pendingPool.Put(c)
-		if r.fail != nil {
-			return wire.Response{}, r.fail
-		}
-		return r.resp, nil
-	}
-	pendingPool.Put(c)
-	if sent {
-		reason := context.Cause(ctx).Error()
-		p.goBackground(func() { p.sendCancelled(id, reason) })
-	}
-	return wire.Response{}, ctx.Err()
-}
-
-// isPending reports whether id is a pending call's; p.mu is held.
-func (p *process) isPending(id uint64) bool {
-	_, ok := p.pending[id]
-	return ok
-}
-
-func (p *process) forget(id uint64) bool {
-	p.mu.Lock()
-	_, ok := p.pending[id]
-	delete(p.pending, id)
-	p.mu.Unlock()
-	return ok
-}
-
-func (p *process) sendCancelled(id uint64, reason string) {
-	if p.acquire(p.ctx) != nil {
-		return
-	}
-	p.wbuf = wire.AppendNotification(p.wbuf[:0], "notifications/cancelled", cancelledParams(id, reason))
-	p.flush(p.ctx) //nolint:errcheck // best effort: the call has already returned
-}
-
-func (p *process) writeRequest(ctx context.Context, id uint64, method string, params json.RawMessage) (sent bool, err error) {
-	if err := p.acquire(ctx); err != nil {
-		return false, err
-	}
-	p.wbuf = wire.AppendIntRequest(p.wbuf[:0], id, method, params)
-	return p.flush(ctx)
-}
-
-func (p *process) notify(ctx context.Context, method string, params json.RawMessage) error {
-	if err := p.acquire(ctx); err != nil {
-		return err
-	}
-	p.wbuf = wire.AppendNotification(p.wbuf[:0], method, params)
-	_, err := p.flush(ctx)
-	return err
-}
-
-// acquire takes the writer lock on stdin. Its errors are ctx.Err() and
-// errNotSent (the process is down).
-func (p *process) acquire(ctx context.Context) error {
-	select {
-	case p.wsem <- struct{}{}:
-	default:
-		select {
-		case p.wsem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.down:
-			return errNotSent
-		}
-	}
-	if p.isDown.Load() {
-		p.release()
-		return errNotSent
-	}
-	return nil
-}
-
-func (p *process) release() {
-	if cap(p.wbuf) > keptWriteBuffer {
-		p.wbuf = nil
-	}
-	<-p.wsem
-}
-
-// flush writes wbuf, as one line (wire.OneLine), and a newline to stdin and
-// releases the writer lock. A message that cannot be made one line (a line
-// break in what is not valid JSON) is not written: flush returns an error
-// wrapping ErrInvalidMessage. A ctx that ends during the write interrupts
-// it: if nothing was written the call returns (false, ctx.Err()); if part
-// was, the rest is written in the background, so the stream stays well
-// formed, and it returns (true, ctx.Err()). Any other write error means the
-// server stopped reading its stdin: the process is stopped and flush
-// returns errNotSent.
-func (p *process) flush(ctx context.Context) (sent bool, err error) {
-	if err := p.oneLine(); err != nil {
-		p.release()
-		return false, err
-	}
-	return p.writeLine(ctx)
-}
-
-// oneLine makes wbuf one line (wire.OneLine); its error wraps
-// ErrInvalidMessage, and leaves wbuf as it was.
-func (p *process) oneLine() error {
-	line, err := wire.OneLine(p.wbuf)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidMessage, err)
-	}
-	if len(line) != len(p.wbuf) { // compacted: a copy
-		p.wbuf = append(p.wbuf[:0], line...)
-	}
-	return nil
-}
-
-// writeLine is flush for a wbuf already made one line.
-func (p *process) writeLine(ctx context.Context) (sent bool, err error) {
-	p.wbuf = append(p.wbuf, '\n')
-	if err := ctx.Err(); err != nil {
-		p.release()
-		return false, err
-	}
-	var stop func() bool
-	if ctx.Done() != nil {
-		seq := p.wseq
-		stop = context.AfterFunc(ctx, func() { p.interruptWrite(seq) })
-	}
-	n, werr := p.stdin.Write(p.wbuf)
-	if stop != nil && !stop() {
-		p.resetWriteDeadline()
-	}
-	switch {
-	case werr == nil:
-		p.release()
-		return true, nil
-	case errors.Is(werr, os.ErrDeadlineExceeded) && ctx.Err() != nil:
-		if n == 0 {
-			p.release()
-			return false, ctx.Err()
-		}
-		rest := p.wbuf[n:]
-		if !p.goBackground(func() {
-			if _, err := p.stdin.Write(rest); err != nil {
-				p.writeFailed(err)
-			}
-			p.release()
-		}) {
-			p.release()
-		}
-		return true, ctx.Err()
-	default:
-		p.release()
-		p.writeFailed(werr)
-		return false, errNotSent
-	}
-}
-
-func (p *process) interruptWrite(seq uint64) {
-	p.dmu.Lock()
-	if p.wseq == seq {
-		p.stdin.SetWriteDeadline(time.Unix(1, 0)) //nolint:errcheck // fails only once stdin is closed
-	}
-	p.dmu.Unlock()
-}
-
-func (p *process) resetWriteDeadline() {
-	p.dmu.Lock()
-	p.wseq++
-	p.stdin.SetWriteDeadline(time.Time{}) //nolint:errcheck // fails only once stdin is closed
-	p.dmu.Unlock()
-}
-
-// writeFailed handles a failed write to stdin. A server that has exited
-// fails the write too (a broken pipe): then its exit is what happened, and
-// wait reports it; the failure is the server's closing of its stdin only
-// if it is still running after eofGrace.
-func (p *process) writeFailed(err error) {
-	if p.isDown.Load() {
-		return // stdin was closed because it went down
-	}
-	t := time.NewTimer(eofGrace)
-	defer t.Stop()
-	select {
-	case <-p.down: // exited, or stopped for another reason
-		return
-	case <-t.C:
-	}
-	f := &failure{kind: ErrProtocol, event: "stopped reading its stdin", detail: err.Error(), cause: err}
-	if p.stop(f) {
-		p.s.log.Warn(fmt.Sprintf("mcp server %q stopped reading its stdin; stopping it", p.s.opts.Name), "error", err)
-		p.signal(syscall.SIGKILL)
-	}
-}
-
-// goBackground runs f on a goroutine owned by the process, unless the
-// process is already down.
-func (p *process) goBackground(f func()) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cause != nil {
-		return false
-	}
-	p.wg.Go(f)
-	return true
+	return c.Wait(ctx, sent)
 }
 
 // readStdout reads the server's messages, one per line, until stdout ends or
 // the server writes something that is not JSON-RPC.
 func (p *process) readStdout() {
 	defer close(p.stdoutDone)
-	br := bufio.NewReaderSize(p.stdout, stdoutReadSize)
-	limit := p.s.opts.MaxMessageBytes
-	var long []byte // a line longer than the reader's buffer, being assembled
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if len(long)+len(chunk) > limit {
-				p.badOutput(append(long, chunk...), fmt.Sprintf("a line longer than %d bytes", limit))
-				return
-			}
-			long = append(long, chunk...)
-			continue
-		}
-		var line []byte // owned: the parsed message aliases it and outlives the reader's buffer
-		if long != nil {
-			line, long = append(long, chunk...), nil
-		} else if len(chunk) > 0 {
-			line = bytes.Clone(chunk)
-		}
-		if len(line) > 0 && !p.dispatch(line, limit) {
-			return
-		}
-		if err != nil {
-			p.stdoutEnded()
-			return
-		}
-	}
-}
-
-// dispatch handles one line of stdout; false means the process was stopped.
-func (p *process) dispatch(line []byte, limit int) bool {
-	if len(trimNewline(line)) > limit {
-		p.badOutput(line, fmt.Sprintf("a line longer than %d bytes", limit))
-		return false
-	}
-	if len(bytes.TrimSpace(line)) == 0 {
-		return true
-	}
-	var msg wire.Message // on the stack: a response's raw result aliases line, not msg
-	if err := wire.ParseInto(&msg, line); err != nil {
-		p.badOutput(line, "")
-		return false
-	}
-	switch {
-	case msg.IsResponse():
-		p.deliver(&msg)
-	case msg.IsRequest():
-		p.serveRequest(msg)
-	default:
-		p.notification(&msg)
-	}
-	return true
-}
-
-func (p *process) deliver(msg *wire.Message) {
-	id, ok := parseID(msg.ID)
-	var c *pendingCall
-	if ok {
-		p.mu.Lock()
-		c = p.pending[id]
-		delete(p.pending, id)
-		p.mu.Unlock()
-	}
-	if c == nil {
-		// Most often the late answer to a call whose caller gave up.
-		level := slog.LevelDebug
-		if !ok {
-			level = slog.LevelWarn
-		}
-		p.s.log.Log(context.Background(), level, fmt.Sprintf("mcp server %q answered an unknown request id; ignored", p.s.opts.Name), "id", string(msg.ID))
+	lines := &lineReader{br: bufio.NewReaderSize(p.stdout, stdoutReadSize), limit: p.s.opts.MaxMessageBytes}
+	_, err := p.rpc.Serve(lines, 0)
+	var bad *badLine
+	if errors.As(err, &bad) {
+		p.badOutput(bad.line, bad.what)
 		return
 	}
-	r := callResult{}
-	if msg.Error != nil {
-		r.resp.Error = msg.Error
-	} else {
-		r.resp.Result = msg.Result
-	}
-	c.ch <- r
-}
-
-// parseID reads one of our integer ids, also when a server quoted it.
-func parseID(raw json.RawMessage) (uint64, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		raw = raw[1 : len(raw)-1]
-	}
-	if len(raw) == 0 {
-		return 0, false
-	}
-	var id uint64
-	for _, c := range raw {
-		if c < '0' || c > '9' || id > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id, true
-}
-
-func (p *process) notification(msg *wire.Message) {
-	if msg.Method == "notifications/cancelled" && p.cancelIncoming(msg.Params) {
-		return
-	}
-	if h := p.s.opts.OnNotification; h != nil {
-		h(msg.Method, msg.Params)
-	}
-}
-
-// serveRequest answers a server-to-client request on its own goroutine, so
-// that the reader never waits on a handler or on stdin.
-func (p *process) serveRequest(msg wire.Message) {
-	key := string(msg.ID)
-	ctx, cancel := context.WithCancelCause(p.ctx)
-	p.mu.Lock()
-	if p.cause != nil {
-		p.mu.Unlock()
-		cancel(nil)
-		return
-	}
-	p.incoming[key] = cancel
-	p.wg.Go(func() {
-		result, rpcErr := p.s.answer(ctx, msg.Method, msg.Params)
-		p.mu.Lock()
-		delete(p.incoming, key)
-		p.mu.Unlock()
-		cancelled := errors.Is(context.Cause(ctx), errServerCancelled)
-		cancel(nil)
-		if cancelled || p.acquire(p.ctx) != nil {
-			return // a cancelled request gets no response
-		}
-		if rpcErr != nil {
-			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, rpcErr)
-		} else {
-			p.wbuf = wire.AppendResult(p.wbuf[:0], msg.ID, result)
-		}
-		if err := p.oneLine(); err != nil {
-			p.s.log.Warn(fmt.Sprintf("mcp server %q: the answer to its %s request is not valid JSON; sending an error instead", p.s.opts.Name, msg.Method), "err", err)
-			// The gateway's own error: one line (its id was read from one).
-			p.wbuf = wire.AppendError(p.wbuf[:0], msg.ID, wire.Errorf(wire.CodeInternalError, "the gateway could not send the answer to %s as one JSON-RPC message", msg.Method))
-		}
-		p.writeLine(p.ctx) //nolint:errcheck // a failed write stops the process, which the calls report
-	})
-	p.mu.Unlock()
-}
-
-func (s *Stdio) answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
-	if s.opts.OnRequest != nil {
-		return s.opts.OnRequest(ctx, method, params)
-	}
-	if method == "ping" {
-		return json.RawMessage(`{}`), nil
-	}
-	return nil, wire.Errorf(wire.CodeMethodNotFound, "the gateway does not serve %s requests from mcp server %q", method, s.opts.Name)
-}
-
-// cancelIncoming ends the handler of a server-to-client request the server
-// has cancelled; false when no such request is being served.
-func (p *process) cancelIncoming(params json.RawMessage) bool {
-	start, end, ok, err := wire.Member(params, "requestId")
-	if err != nil || !ok {
-		return false
-	}
-	p.mu.Lock()
-	cancel := p.incoming[string(bytes.TrimSpace(params[start:end]))]
-	p.mu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	cancel(errServerCancelled)
-	return true
+	p.stdoutEnded()
 }
 
 // badOutput stops a process that wrote something other than JSON-RPC.
@@ -668,6 +260,7 @@ func (p *process) stop(f *failure) bool {
 	p.isDown.Store(true)
 	close(p.down)
 	p.mu.Unlock()
+	p.rpc.Refuse()
 	p.cancel()
 	p.stdin.Close()
 	return true
@@ -698,23 +291,12 @@ func (p *process) wait() {
 	if crashed {
 		p.s.log.Warn(fmt.Sprintf("mcp server %q exited (%s); the next call restarts it", p.s.opts.Name, detail), "pid", p.pid, "stderr", p.tail.lines())
 	}
-	p.failPending()
-	p.wg.Wait()
+	f := p.finalFailure()
+	p.rpc.FailPending(func(string) error { return f })
+	p.rpc.Wait()
 	p.stdout.Close()
 	p.stderr.Close()
 	close(p.done)
-}
-
-// failPending fails every call still waiting, with the final stderr tail.
-func (p *process) failPending() {
-	f := p.finalFailure()
-	p.mu.Lock()
-	pending := p.pending
-	p.pending = nil
-	p.mu.Unlock()
-	for _, c := range pending {
-		c.ch <- callResult{fail: f}
-	}
 }
 
 // finalFailure returns why the process went down, with its stderr tail.

@@ -7,16 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
@@ -32,10 +31,10 @@ const (
 // session is one MCP session with a remote server, on either transport. It
 // is never re-established; HTTP replaces it.
 //
-// Goroutines and their owner: the session's wg holds the reader of every
-// stream (the GET stream, the legacy event stream, what is left of a call's
-// response stream after its answer; the call reads it until then), the
-// handlers of the server's requests and the background posts (answers,
+// Goroutines and their owner: the session's rpc.Conn holds the reader of
+// every stream (the GET stream, the legacy event stream, what is left of a
+// call's response stream after its answer; the call reads it until then),
+// the handlers of the server's requests and the background posts (answers,
 // notifications/cancelled). All end when ctx does; shutdown cancels it and
 // waits for them.
 type session struct {
@@ -48,7 +47,8 @@ type session struct {
 	// listenCtx ends the GET stream, also when the session merely expired.
 	listenCtx  context.Context
 	stopListen context.CancelFunc
-	wg         sync.WaitGroup
+	// rpc correlates the session's messages, whichever stream they come on.
+	rpc *rpc.Conn
 
 	initResult json.RawMessage // set before the session is published
 	// jsonAnswers: the server answered initialize with plain JSON, not an
@@ -56,32 +56,16 @@ type session struct {
 	jsonAnswers bool
 
 	mu      sync.Mutex
-	ids     idSource                       // request ids, drawn under mu
 	id      string                         // Mcp-Session-Id
 	version string                         // the negotiated version, sent as MCP-Protocol-Version once known
 	hdr     atomic.Pointer[sessionHeaders] // nil: to be prepared again (id or version changed)
 	// listenReady is closed once the GET stream's first attempt has been
 	// answered; nil until the stream is opened (startListening).
 	listenReady chan struct{}
-	pending     map[uint64]*remoteCall
-	incoming    map[string]context.CancelCauseFunc // server-to-client requests being served, by raw id
-	end         *sessionEnd                        // why it went down
-	finished    bool                               // stopped: ctx cancelled, pending calls failed
-	idle        *sync.Cond                         // on mu: pending shrank or the session stopped
-	isDown      atomic.Bool                        // end != nil, for the lock-free fast path
+	end         *sessionEnd // why it went down
+	isDown      atomic.Bool // end != nil, for the lock-free fast path
 	// modern: a server of the 2026-07-28 era, no session (modern_http.go).
 	modern atomic.Bool
-}
-
-// remoteCall is a call waiting for its response.
-type remoteCall struct {
-	method string
-	ch     chan callOutcome // buffered: one outcome
-}
-
-type callOutcome struct {
-	resp wire.Response
-	err  error
 }
 
 // sessionEnd says why a session went down, for the calls it fails.
@@ -102,13 +86,10 @@ func newSession(h *HTTP, sse bool, endpoint *url.URL) *session {
 		h:        h,
 		sse:      sse,
 		endpoint: endpoint,
-		ids:      newIDSource(),
-		pending:  make(map[uint64]*remoteCall),
-		incoming: make(map[string]context.CancelCauseFunc),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.listenCtx, s.stopListen = context.WithCancel(s.ctx)
-	s.idle = sync.NewCond(&s.mu)
+	s.rpc = rpc.New(s.ctx, h.opts.Name, h.log, h.hooks, s)
 	return s
 }
 
@@ -161,8 +142,6 @@ func (s *session) initialize(ctx context.Context) error {
 // complete messages, except errNotSent and errSessionExpired (the request
 // was not processed; HTTP retries on a new session) and ctx's.
 func (s *session) call(ctx context.Context, method string, params json.RawMessage) (wire.Response, error) {
-	c := &remoteCall{method: method, ch: make(chan callOutcome, 1)}
-
 	// The request and its response stream end when ctx ends before the
 	// answer, or when the session goes down.
 	//
@@ -183,14 +162,11 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 		}
 	}()
 
-	s.mu.Lock()
-	if s.end != nil {
-		s.mu.Unlock()
+	c, ok := s.rpc.Begin(method)
+	if !ok {
 		return wire.Response{}, errNotSent
 	}
-	id := s.ids.next(s.isPending)
-	s.pending[id] = c
-	s.mu.Unlock()
+	id := c.ID()
 
 	if s.modern.Load() {
 		params = modernMeta(params, s.h.opts.ClientInfo, s.h.opts.Capabilities)
@@ -210,117 +186,36 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			return s.abandon(ctx, id, c)
+			return c.Abandon(ctx, true)
 		case errors.Is(err, errSessionExpired): // not processed: HTTP retries it
-			s.take(id, c)
+			c.Forget()
 			return wire.Response{}, errSessionExpired
 		case errors.As(err, new(*authError)):
 			// Refused for its credentials, so never processed; this error
 			// says why, whatever the session's end (which a lost grant
 			// brings about at once: its instance restarts) delivered.
-			s.take(id, c)
+			c.Forget()
 			return wire.Response{}, err
 		case isContextError(err): // the session went down under the request
-			if r, ok := s.take(id, c); ok {
-				return r.resp, r.err
+			if r, ok := c.Take(); ok {
+				return r.Response, r.Err
 			}
 			return wire.Response{}, s.endError(method)
 		}
-		if r, ok := s.take(id, c); ok {
-			return r.resp, r.err // answered after all (a JSON-RPC error body)
+		if r, ok := c.Take(); ok {
+			return r.Response, r.Err // answered after all (a JSON-RPC error body)
 		}
 		return wire.Response{}, err
 	}
-	select {
-	case r := <-c.ch:
-		return r.resp, r.err
-	case <-ctx.Done():
-		return s.abandon(ctx, id, c)
-	}
+	return c.Wait(ctx, true)
 }
 
-// take removes a pending call and reports the outcome already delivered to
-// it, if any.
-func (s *session) take(id uint64, c *remoteCall) (callOutcome, bool) {
-	if !s.forget(id) {
-		return <-c.ch, true // delivered or about to be
-	}
-	select {
-	case r := <-c.ch:
-		return r, true
-	default:
-		return callOutcome{}, false
-	}
-}
-
-// abandon ends a call whose ctx is done: unless its outcome arrived
-// meanwhile, the server is told the caller gave up.
-func (s *session) abandon(ctx context.Context, id uint64, c *remoteCall) (wire.Response, error) {
-	if !s.forget(id) {
-		r := <-c.ch
-		return r.resp, r.err
-	}
-	if c.method != "initialize" { // which a client must not cancel
-		reason := context.Cause(ctx).Error()
-		s.goBackground(func() { s.sendCancelled(id, reason) })
-	}
-	return wire.Response{}, ctx.Err()
-}
-
-// isPending reports whether id is a pending call's; s.mu is held.
-func (s *session) isPending(id uint64) bool {
-	_, ok := s.pending[id]
-	return ok
-}
-
-func (s *session) forget(id uint64) bool {
-	s.mu.Lock()
-	_, ok := s.pending[id]
-	delete(s.pending, id)
-	s.idle.Broadcast()
-	s.mu.Unlock()
-	return ok
-}
-
-// resolve delivers an outcome to a pending call; false if none is waiting.
-func (s *session) resolve(id uint64, r callOutcome) bool {
-	s.mu.Lock()
-	c := s.pending[id]
-	delete(s.pending, id)
-	s.idle.Broadcast()
-	s.mu.Unlock()
-	if c == nil {
-		return false
-	}
-	c.ch <- r
-	return true
-}
-
-func (s *session) pendingMethod(id uint64) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.pending[id]; c != nil {
-		return c.method
-	}
-	return ""
-}
-
-func cancelledParams(id uint64, reason string) []byte {
-	params := make([]byte, 0, 64+len(reason))
-	params = append(params, `{"requestId":`...)
-	params = strconv.AppendUint(params, id, 10)
-	params = append(params, `,"reason":`...)
-	params = wire.AppendString(params, reason)
-	return append(params, '}')
-}
-
-func (s *session) sendCancelled(id uint64, reason string) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.h.opts.Timeout)
+// Send POSTs one message that gets no response in the HTTP answer
+// (rpc.Sender): a notification or an answer to the server, within Timeout.
+func (s *session) Send(ctx context.Context, what string, msg []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.h.opts.Timeout)
 	defer cancel()
-	body := wire.AppendNotification(nil, "notifications/cancelled", cancelledParams(id, reason))
-	if err := s.postMessage(ctx, "notifications/cancelled", body); err != nil && s.ctx.Err() == nil {
-		s.h.log.Debug(fmt.Sprintf("mcp server %q: sending notifications/cancelled failed", s.name()), "err", err)
-	}
+	return s.postMessage(ctx, what, msg)
 }
 
 // exchange POSTs a request over streamable HTTP and handles the answer: a
@@ -351,7 +246,7 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		if rest == nil {
 			return false, nil
 		}
-		if !s.goBackground(func() {
+		if !s.rpc.Go(func() {
 			defer cancel()
 			drain(rest)
 			rest.Close()
@@ -370,7 +265,7 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		if err != nil {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
 		}
-		if got := s.dispatch(msg); got != id {
+		if got := s.rpc.Dispatch(msg); got != id {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
 		}
 		return false, nil
@@ -408,8 +303,8 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 			fruitless++
 		}
 		if sr.lastID == "" || fruitless > resumeAttempts {
-			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
-				"mcp server %q closed the response stream of %s before answering (%v)", s.name(), method, streamEnd(err))})
+			s.rpc.Resolve(id, wire.Response{}, newRemoteError([]error{ErrRemoteProtocol},
+				"mcp server %q closed the response stream of %s before answering (%v)", s.name(), method, streamEnd(err)))
 			return nil
 		}
 		if !sleep(ctx, retryDelay(sr.retry)) {
@@ -418,7 +313,7 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.resolve(id, callOutcome{err: s.transportError(method, err)})
+				s.rpc.Resolve(id, wire.Response{}, s.transportError(method, err))
 			}
 			return nil
 		}
@@ -426,13 +321,13 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 			if errors.Is(err, errSessionExpired) {
 				err = s.endError(method)
 			}
-			s.resolve(id, callOutcome{err: fmt.Errorf("mcp server %q: resuming the response stream of %s: %w", s.name(), method, err)})
+			s.rpc.Resolve(id, wire.Response{}, fmt.Errorf("mcp server %q: resuming the response stream of %s: %w", s.name(), method, err))
 			return nil
 		}
 		if ct := mediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 			resp.Body.Close()
-			s.resolve(id, callOutcome{err: newRemoteError([]error{ErrRemoteProtocol},
-				"mcp server %q resumed the response stream of %s with Content-Type %q", s.name(), method, ct)})
+			s.rpc.Resolve(id, wire.Response{}, newRemoteError([]error{ErrRemoteProtocol},
+				"mcp server %q resumed the response stream of %s with Content-Type %q", s.name(), method, ct))
 			return nil
 		}
 		sr.reset(resp.Body)
@@ -450,28 +345,48 @@ func streamEnd(err error) string {
 // awaited set (a call's response stream) it returns once that response has
 // been delivered, answered true; otherwise when the stream ends.
 func (s *session) consume(sr *sseReader, awaited uint64) (answered bool, err error) {
+	sr.messages = eventMessages{s: s, sr: sr, awaited: awaited}
+	answered, err = s.rpc.Serve(&sr.messages, awaited)
+	if err == errAwaitedTooLarge {
+		return true, nil
+	}
+	return answered, err
+}
+
+// eventMessages reads the JSON-RPC messages of an event stream
+// (rpc.Reader): "message" events; others are skipped, and so is an event
+// that is not JSON-RPC, with a warning. An event over the size limit fails
+// the call it answers (see oversize); when that is the awaited call, the
+// stream's reading ends with errAwaitedTooLarge.
+type eventMessages struct {
+	s       *session
+	sr      *sseReader
+	awaited uint64
+	msg     wire.Message
+}
+
+var errAwaitedTooLarge = errors.New("the awaited response is over the size limit")
+
+func (m *eventMessages) Read() (*wire.Message, error) {
 	for {
-		ev, err := sr.next()
+		ev, err := m.sr.next()
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if ev.name != "" && ev.name != "message" {
 			continue
 		}
 		if ev.oversize {
-			if s.oversize(ev, awaited) {
-				return true, nil
+			if m.s.oversize(ev, m.awaited) {
+				return nil, errAwaitedTooLarge
 			}
 			continue
 		}
-		msg, err := wire.Parse(ev.data)
-		if err != nil {
-			s.h.log.Warn(fmt.Sprintf("mcp server %q sent an event that is not a JSON-RPC message; ignored", s.name()), "err", err, "data", preview(ev.data))
+		if err := wire.ParseInto(&m.msg, ev.data); err != nil {
+			m.s.h.log.Warn(fmt.Sprintf("mcp server %q sent an event that is not a JSON-RPC message; ignored", m.s.name()), "err", err, "data", preview(ev.data))
 			continue
 		}
-		if got := s.dispatch(msg); awaited != 0 && got == awaited {
-			return true, nil
-		}
+		return &m.msg, nil
 	}
 }
 
@@ -482,15 +397,15 @@ func (s *session) consume(sr *sseReader, awaited uint64) (answered bool, err err
 func (s *session) oversize(ev *sseEvent, awaited uint64) bool {
 	id := awaited
 	if id == 0 {
-		id, _ = parseID(ev.id)
+		id, _ = rpc.ParseID(ev.id)
 	}
-	method := s.pendingMethod(id)
+	method := s.rpc.Method(id)
 	if id == 0 || method == "" {
 		s.h.log.Warn(fmt.Sprintf("mcp server %q sent a message longer than %d bytes that answers no call; ignored", s.name(), s.h.opts.MaxResponseBytes))
 		return false
 	}
-	if s.resolve(id, callOutcome{err: s.tooLarge(method)}) {
-		s.goBackground(func() { s.sendCancelled(id, "the response is over the gateway's size limit") })
+	if s.rpc.Resolve(id, wire.Response{}, s.tooLarge(method)) {
+		s.rpc.SendCancelled(id, "the response is over the gateway's size limit")
 	}
 	return awaited != 0
 }
@@ -507,102 +422,6 @@ func (s *session) readError(method string, err error) error {
 		return err
 	}
 	return fmt.Errorf("mcp server %q: reading the answer to %s: %w", s.name(), method, err)
-}
-
-// dispatch routes one message from the server and returns the id of the
-// call it answered, if any.
-func (s *session) dispatch(msg *wire.Message) uint64 {
-	switch {
-	case msg.IsResponse():
-		return s.deliver(msg)
-	case msg.IsRequest():
-		s.serveRequest(msg)
-	default:
-		s.notification(msg)
-	}
-	return 0
-}
-
-func (s *session) deliver(msg *wire.Message) uint64 {
-	id, ok := parseID(msg.ID)
-	var r callOutcome
-	if msg.Error != nil {
-		r.resp.Error = msg.Error
-	} else {
-		r.resp.Result = msg.Result
-	}
-	if !ok || !s.resolve(id, r) {
-		// Most often the late answer to a call whose caller gave up.
-		level := slog.LevelDebug
-		if !ok {
-			level = slog.LevelWarn
-		}
-		s.h.log.Log(context.Background(), level, fmt.Sprintf("mcp server %q answered an unknown request id; ignored", s.name()), "id", string(msg.ID))
-		return 0
-	}
-	return id
-}
-
-func (s *session) notification(msg *wire.Message) {
-	if msg.Method == "notifications/cancelled" && s.cancelIncoming(msg.Params) {
-		return
-	}
-	if h := s.h.opts.OnNotification; h != nil {
-		h(msg.Method, msg.Params)
-	}
-}
-
-// serveRequest answers a server-to-client request on its own goroutine and
-// POSTs the answer back.
-func (s *session) serveRequest(msg *wire.Message) {
-	key := string(msg.ID)
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.end != nil {
-		cancel(nil)
-		return
-	}
-	s.incoming[key] = cancel
-	s.wg.Go(func() {
-		result, rpcErr := s.h.answer(ctx, msg.Method, msg.Params)
-		s.mu.Lock()
-		delete(s.incoming, key)
-		s.mu.Unlock()
-		cancelled := errors.Is(context.Cause(ctx), errServerCancelled)
-		cancel(nil)
-		if cancelled || s.ctx.Err() != nil {
-			return // a cancelled request gets no response
-		}
-		var body []byte
-		if rpcErr != nil {
-			body = wire.AppendError(nil, msg.ID, rpcErr)
-		} else {
-			body = wire.AppendResult(nil, msg.ID, result)
-		}
-		pctx, pcancel := context.WithTimeout(s.ctx, s.h.opts.Timeout)
-		defer pcancel()
-		if err := s.postMessage(pctx, "the answer to "+msg.Method, body); err != nil && s.ctx.Err() == nil {
-			s.h.log.Warn(fmt.Sprintf("mcp server %q: sending the answer to its %s request failed", s.name(), msg.Method), "err", err)
-		}
-	})
-}
-
-// cancelIncoming ends the handler of a server-to-client request the server
-// has cancelled; false when no such request is being served.
-func (s *session) cancelIncoming(params json.RawMessage) bool {
-	start, end, ok, err := wire.Member(params, "requestId")
-	if err != nil || !ok {
-		return false
-	}
-	s.mu.Lock()
-	cancel := s.incoming[string(bytes.TrimSpace(params[start:end]))]
-	s.mu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	cancel(errServerCancelled)
-	return true
 }
 
 // postMessage POSTs a message that gets no response in the HTTP answer: a
@@ -772,7 +591,7 @@ func (s *session) checkStatus(resp *http.Response, what string, id uint64) error
 	}
 	if id != 0 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		if msg, err := wire.Parse(data); err == nil && msg.IsResponse() {
-			if got, ok := parseID(msg.ID); ok && got == id && s.deliver(msg) == id {
+			if got, ok := rpc.ParseID(msg.ID); ok && got == id && s.rpc.Dispatch(msg) == id {
 				return errAnswered
 			}
 		}
@@ -831,20 +650,14 @@ func (s *session) stop(end *sessionEnd) bool {
 		s.end = end
 		s.isDown.Store(true)
 	}
-	if end.expired || s.finished {
-		s.mu.Unlock()
+	s.mu.Unlock()
+	s.rpc.Refuse()
+	if end.expired {
 		s.stopListen()
 		return wasUp
 	}
-	s.finished = true
-	pending := s.pending
-	s.pending = map[uint64]*remoteCall{}
-	s.idle.Broadcast()
-	s.mu.Unlock()
+	s.rpc.FailPending(s.endError)
 	s.cancel()
-	for _, c := range pending {
-		c.ch <- callOutcome{err: s.endError(c.method)}
-	}
 	return wasUp
 }
 
@@ -859,11 +672,7 @@ func (s *session) expire() {
 // have ended (an expired session lets them finish), or at once if it is
 // stopped meanwhile (Close).
 func (s *session) retire() {
-	s.mu.Lock()
-	for len(s.pending) > 0 && !s.finished {
-		s.idle.Wait()
-	}
-	s.mu.Unlock()
+	s.rpc.WaitIdle()
 	s.shutdown(false)
 }
 
@@ -874,27 +683,22 @@ func (s *session) retire() {
 func (s *session) shutdown(del bool) {
 	s.mu.Lock()
 	alive := s.end == nil
-	var inflight []uint64
-	for id, c := range s.pending {
-		if c.method != "initialize" {
-			inflight = append(inflight, id)
-		}
-	}
 	s.mu.Unlock()
+	inflight := s.rpc.InFlight()
 	s.stop(&sessionEnd{closed: true})
 	if del && alive {
 		ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.Timeout)
 		s.goodbye(ctx, inflight)
 		cancel()
 	}
-	s.wg.Wait()
+	s.rpc.Wait()
 }
 
 func (s *session) goodbye(ctx context.Context, inflight []uint64) {
 	var wg sync.WaitGroup
 	for _, id := range inflight {
 		wg.Go(func() {
-			body := wire.AppendNotification(nil, "notifications/cancelled", cancelledParams(id, "the gateway closed its connection to the server"))
+			body := rpc.Cancelled(id, "the gateway closed its connection to the server")
 			s.postMessage(ctx, "notifications/cancelled", body) //nolint:errcheck // best effort
 		})
 	}
@@ -907,18 +711,6 @@ func (s *session) goodbye(ctx context.Context, inflight []uint64) {
 	} else {
 		s.h.log.Debug(fmt.Sprintf("mcp server %q: DELETE of the session failed", s.name()), "err", netError(err))
 	}
-}
-
-// goBackground runs f on a goroutine owned by the session, unless the
-// session is down.
-func (s *session) goBackground(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.end != nil {
-		return false
-	}
-	s.wg.Go(f)
-	return true
 }
 
 // opensStream reports whether sending method makes a session open its GET
@@ -951,7 +743,9 @@ func (s *session) startListening(ctx context.Context) {
 		}
 		ready = make(chan struct{})
 		s.listenReady = ready
-		s.wg.Go(func() { s.listen(ready) })
+		if !s.rpc.Go(func() { s.listen(ready) }) {
+			close(ready) // the session went down meanwhile
+		}
 	}
 	s.mu.Unlock()
 	select {
@@ -1091,7 +885,7 @@ func (s *session) openLegacyStream(ctx context.Context) error {
 		return fmt.Errorf("mcp server %q: opening the event stream: %w", s.name(), ctx.Err())
 	}
 	s.endpoint = endpoint
-	if !s.goBackground(func() { s.readLegacyStream(sr, resp.Body) }) {
+	if !s.rpc.Go(func() { s.readLegacyStream(sr, resp.Body) }) {
 		resp.Body.Close()
 		return s.endError("initialize")
 	}

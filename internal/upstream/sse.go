@@ -39,6 +39,7 @@ type sseReader struct {
 	skipLF   bool          // the previous line ended in CR: a following LF belongs to it
 	received bool          // some event with data was read
 	ev       sseEvent      // the event next returns
+	messages eventMessages // its JSON-RPC messages, as the session reads them
 }
 
 const sseBufferSize = 4 << 10

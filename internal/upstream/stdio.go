@@ -489,7 +489,7 @@ var modernVersionJSON = json.RawMessage(`"` + ModernVersion + `"`)
 // server for as long as its process lives; what arrives goes to OnNotification.
 func (s *Stdio) listen(p *process) {
 	params := s.modernParams(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
-	p.goBackground(func() { _, _ = p.call(p.ctx, "subscriptions/listen", params) })
+	p.rpc.Go(func() { _, _ = p.call(p.ctx, "subscriptions/listen", params) })
 }
 
 // initialize performs the MCP handshake on a fresh process.

@@ -1,4 +1,4 @@
-package upstream
+package rpc
 
 import (
 	crand "crypto/rand"
