@@ -91,13 +91,13 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 }
 
 // newStdio builds the process upstream of a local or GitHub server.
-// modern asks for a process of the 2026-07-28 era (a companion for that
+// stateless asks for a process of the 2026-07-28 era (a companion for that
 // era's clients), which fails to start unless the server speaks it.
-func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool) gateway.Upstream {
-	return newStdioCaps(s, o, hooks, modern, SharedClientCapabilities)
+func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, stateless bool) gateway.Upstream {
+	return newStdioCaps(s, o, hooks, stateless, SharedClientCapabilities)
 }
 
-func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern bool, caps json.RawMessage) gateway.Upstream {
+func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, stateless bool, caps json.RawMessage) gateway.Upstream {
 	env := MergeEnv(o.Env, s.Env)
 	command := s.Command
 	if len(command) == 3 && command[0] == "/bin/sh" && command[1] == "-c" {
@@ -106,18 +106,18 @@ func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, modern boo
 		}
 	}
 	opts := upstream.StdioOptions{
-		Name:            s.Name,
-		Command:         command,
-		Dir:             s.Dir,
-		Env:             env,
-		Stderr:          quietExpected(o.ServerLog, o.Logger, s.Name),
-		Logger:          o.Logger,
-		ClientInfo:      o.ClientInfo,
-		Capabilities:    caps,
-		RequireModern:   modern,
-		OnNotification:  hooks.OnNotification,
-		OnRequest:       hooks.OnRequest,
-		MaxMessageBytes: o.MaxMessageBytes,
+		Name:             s.Name,
+		Command:          command,
+		Dir:              s.Dir,
+		Env:              env,
+		Stderr:           quietExpected(o.ServerLog, o.Logger, s.Name),
+		Logger:           o.Logger,
+		ClientInfo:       o.ClientInfo,
+		Capabilities:     caps,
+		RequireStateless: stateless,
+		OnNotification:   hooks.OnNotification,
+		OnRequest:        hooks.OnRequest,
+		MaxMessageBytes:  o.MaxMessageBytes,
 	}
 	if s.GitHub == nil {
 		return upstream.NewStdio(opts)
@@ -201,10 +201,10 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 	return h.Start(ctx)
 }
 
-// Modern reports whether the remote server speaks the 2026-07-28 era.
-func (u *remoteUpstream) Modern() bool {
-	m, ok := u.current().(interface{ Modern() bool })
-	return ok && m.Modern()
+// Stateless reports whether the remote server speaks the 2026-07-28 era.
+func (u *remoteUpstream) Stateless() bool {
+	m, ok := u.current().(interface{ Stateless() bool })
+	return ok && m.Stateless()
 }
 
 func (u *remoteUpstream) Close() error {

@@ -61,10 +61,10 @@ func (u *clientStdio) Start(ctx context.Context) error {
 	return up.Start(ctx)
 }
 
-// Modern reports the process's era, as the router asks it of every upstream.
-func (u *clientStdio) Modern() bool {
-	m, ok := u.current().(interface{ Modern() bool })
-	return ok && m.Modern()
+// Stateless reports the process's era, as the router asks it of every upstream.
+func (u *clientStdio) Stateless() bool {
+	m, ok := u.current().(interface{ Stateless() bool })
+	return ok && m.Stateless()
 }
 
 func (u *clientStdio) Close() error {

@@ -610,11 +610,10 @@ const maxInputRounds = 16
 // stateless reports whether the server's primary process speaks 2026-07-28.
 func (srv *server) stateless() bool { return isStateless(srv.up) }
 
-// isStateless reports whether up speaks 2026-07-28; the upstreams
-// (internal/upstream, internal/attach) still call that Modern.
+// isStateless reports whether up speaks 2026-07-28.
 func isStateless(up Upstream) bool {
-	m, ok := up.(interface{ Modern() bool })
-	return ok && m.Modern()
+	m, ok := up.(interface{ Stateless() bool })
+	return ok && m.Stateless()
 }
 
 func isInputRequired(result json.RawMessage) bool {

@@ -647,7 +647,7 @@ func TestLostServerIsUnavailable(t *testing.T) {
 // statelessScripted is a scripted server of the 2026-07-28 era.
 type statelessScripted struct{ scripted }
 
-func (*statelessScripted) Modern() bool { return true }
+func (*statelessScripted) Stateless() bool { return true }
 
 // TestBridgingInputRequired: a session-era client's call to a 2026-07-28
 // server carries the client's identity in _meta; the server's input

@@ -161,7 +161,7 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
-	// paramHeaders: the tools' Mcp-Param-* arguments (modern_http.go).
+	// paramHeaders: the tools' Mcp-Param-* arguments (stateless_http.go).
 	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
 	// at any moment.
@@ -368,7 +368,7 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
-		if opensStream(method) && !s.modern.Load() {
+		if opensStream(method) && !s.stateless.Load() {
 			s.startListening(ctx)
 		}
 		resp, err := s.call(ctx, method, params)
@@ -404,7 +404,7 @@ func (h *HTTP) Notify(ctx context.Context, method string, params json.RawMessage
 		}
 		return fmt.Errorf("mcp server %q: cannot send %s: %w", h.opts.Name, method, ErrNotRunning)
 	}
-	if opensStream(method) && !s.modern.Load() {
+	if opensStream(method) && !s.stateless.Load() {
 		s.startListening(ctx)
 	}
 	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params))
@@ -599,7 +599,7 @@ func (h *HTTP) connectStreamable(ctx context.Context) (*session, error) {
 		s.shutdown(false)
 		return nil, err
 	}
-	if !s.modern.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers) {
+	if !s.stateless.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers) {
 		s.startListening(ctx)
 	}
 	return s, nil
@@ -622,7 +622,7 @@ func (h *HTTP) connectSSE(ctx context.Context) (*session, error) {
 
 // send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
-	req = withModernHeaders(req)
+	req = withStatelessHeaders(req)
 	if h.opts.Auth != nil {
 		return h.sendAuthorized(req)
 	}

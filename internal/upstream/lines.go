@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // The stdio framing: one JSON-RPC message per line on the server's stdin
@@ -179,7 +179,7 @@ func (p *process) writeFailed(err error) {
 	f := &failure{kind: ErrProtocol, event: "stopped reading its stdin", detail: err.Error(), cause: err}
 	if p.stop(f) {
 		p.s.log.Warn(fmt.Sprintf("mcp server %q stopped reading its stdin; stopping it", p.s.opts.Name), "error", err)
-		p.signal(syscall.SIGKILL)
+		p.signal(unix.SIGKILL)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -70,7 +71,7 @@ type process struct {
 
 	initialized atomic.Bool
 	initResult  json.RawMessage // set before the process is published
-	modern      bool            // speaks 2026-07-28 (answered server/discover); set before publishing
+	stateless   bool            // speaks 2026-07-28 (answered server/discover); set before publishing
 	graceful    atomic.Bool     // a graceful terminate owns the group's SIGKILL
 
 	tail       ring
@@ -222,7 +223,7 @@ func (p *process) badOutput(line []byte, what string) {
 	f := &failure{kind: ErrProtocol, event: "wrote non-JSON-RPC output to stdout", detail: detail, hint: stdoutHint}
 	if p.stop(f) {
 		p.s.log.Warn(fmt.Sprintf("mcp server %q wrote non-JSON-RPC output to stdout: %s", p.s.opts.Name, preview), "pid", p.pid)
-		p.signal(syscall.SIGKILL)
+		p.signal(unix.SIGKILL)
 	}
 }
 
@@ -242,7 +243,7 @@ func (p *process) stdoutEnded() {
 	f := &failure{kind: ErrProtocol, event: "closed its stdout", detail: "while still running"}
 	if p.stop(f) {
 		p.s.log.Warn(fmt.Sprintf("mcp server %q closed its stdout; stopping it", p.s.opts.Name), "pid", p.pid)
-		p.signal(syscall.SIGKILL)
+		p.signal(unix.SIGKILL)
 	}
 }
 
@@ -267,8 +268,8 @@ func (p *process) stop(f *failure) bool {
 }
 
 // signal sends sig to the whole process group: npx and shells leave children.
-func (p *process) signal(sig syscall.Signal) {
-	syscall.Kill(-p.pid, sig) //nolint:errcheck // ESRCH: the group is gone already
+func (p *process) signal(sig unix.Signal) {
+	unix.Kill(-p.pid, sig) //nolint:errcheck // ESRCH: the group is gone already
 }
 
 // wait reaps the child, then stops everything that served it. cmd.Wait
@@ -283,7 +284,7 @@ func (p *process) wait() {
 	crashed := p.stop(&failure{kind: ErrExited, event: "exited", detail: detail, cause: err}) && p.initialized.Load()
 	close(p.exited)
 	if !p.graceful.Load() { // else terminate kills the group when its grace is over
-		p.signal(syscall.SIGKILL)
+		p.signal(unix.SIGKILL)
 		p.drain()
 	}
 	<-p.stdoutDone
@@ -319,14 +320,14 @@ func (p *process) terminate(grace time.Duration, f *failure) {
 	}
 	if grace <= 0 {
 		p.stop(f)
-		p.signal(syscall.SIGKILL)
+		p.signal(unix.SIGKILL)
 		p.drain()
 		<-p.done
 		return
 	}
 	p.graceful.Store(true)
 	p.stop(f)
-	p.signal(syscall.SIGTERM)
+	p.signal(unix.SIGTERM)
 	// Wait for the leader, then for its children, which got the same SIGTERM
 	// and are gone when nothing holds the pipes any more. Polling the group
 	// instead would wait for zombies that nobody reaps.
@@ -340,7 +341,7 @@ wait:
 			break wait
 		}
 	}
-	p.signal(syscall.SIGKILL)
+	p.signal(unix.SIGKILL)
 	p.drain()
 	<-p.done
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,15 +53,15 @@ type StdioOptions struct {
 	Capabilities json.RawMessage
 	// ProtocolVersion is the version asked for in initialize. "" means 2025-11-25.
 	ProtocolVersion string
-	// ProbeModern sends server/discover before initialize, as a dual-era
+	// ProbeStateless sends server/discover before initialize, as a dual-era
 	// client does on stdio: a server that supports 2026-07-28 is then spoken
 	// to in that era (no initialize; every request carries _meta, which Call
 	// fills in where the caller left it out), others get initialize. A
 	// server's era is chosen for the life of its process.
-	ProbeModern bool
-	// RequireModern fails Start (with wire.ErrNotStateless) when the server does not
+	ProbeStateless bool
+	// RequireStateless fails Start (with wire.ErrNotStateless) when the server does not
 	// speak 2026-07-28, instead of falling back to initialize.
-	RequireModern bool
+	RequireStateless bool
 	// OnNotification receives the notifications the server sends
 	// (list_changed, progress, message...). It runs on the goroutine that
 	// reads the server's stdout, so messages arrive in order and a
@@ -220,8 +219,8 @@ func (s *Stdio) Call(ctx context.Context, method string, params json.RawMessage)
 			}
 			return nil, err
 		}
-		if p.modern {
-			params = s.modernParams(params)
+		if p.stateless {
+			params = s.statelessMeta(params)
 		}
 		resp, err := p.call(ctx, method, params)
 		switch {
@@ -397,17 +396,20 @@ func (s *Stdio) spawn(ctx context.Context) (*process, error) {
 	return p, nil
 }
 
-// ModernVersion is the stateless protocol version a probed server may speak.
-const ModernVersion = "2026-07-28"
-
 // probeTimeout bounds the wait for an answer to server/discover: a legacy
 // server may ignore a request that comes before initialize.
 const probeTimeout = 3 * time.Second
 
-// Modern reports whether the server speaks 2026-07-28 (see ProbeModern).
-func (s *Stdio) Modern() bool {
+// Stateless reports whether the server speaks 2026-07-28 (see ProbeStateless).
+func (s *Stdio) Stateless() bool {
 	p := s.proc.Load()
-	return p != nil && p.modern
+	return p != nil && p.stateless
+}
+
+// statelessMeta returns params with the 2026-07-28 request _meta filled in
+// where the caller left it out.
+func (s *Stdio) statelessMeta(params json.RawMessage) json.RawMessage {
+	return statelessMeta(params, s.opts.ClientInfo, s.opts.Capabilities)
 }
 
 // discover probes for a 2026-07-28 server. ok is false when the server is
@@ -415,86 +417,32 @@ func (s *Stdio) Modern() bool {
 func (s *Stdio) discover(ctx context.Context, p *process) (ok bool, err error) {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	resp, err := p.call(pctx, "server/discover", s.modernParams(nil))
+	resp, err := p.call(pctx, "server/discover", s.statelessMeta(nil))
 	if err != nil {
 		if ctx.Err() == nil && pctx.Err() != nil {
 			return false, nil // no answer: a legacy server
 		}
 		return false, err
 	}
-	if resp.Error != nil {
+	init, ok := discovered(resp)
+	if !ok {
 		return false, nil
 	}
-	var res struct {
-		SupportedVersions []string        `json:"supportedVersions"`
-		Capabilities      json.RawMessage `json:"capabilities"`
-		Instructions      string          `json:"instructions"`
-		Meta              struct {
-			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(resp.Result, &res) != nil || !slices.Contains(res.SupportedVersions, ModernVersion) {
-		return false, nil
-	}
-	// What the gateway needs of an initialize result, from the discovery.
-	init := map[string]any{"protocolVersion": ModernVersion, "capabilities": res.Capabilities}
-	if res.Meta.ServerInfo != nil {
-		init["serverInfo"] = res.Meta.ServerInfo
-	}
-	if res.Instructions != "" {
-		init["instructions"] = res.Instructions
-	}
-	if p.initResult, err = json.Marshal(init); err != nil {
-		return false, err
-	}
-	p.modern = true
+	p.initResult = init
+	p.stateless = true
 	return true, nil
 }
 
-// modernParams returns params with the 2026-07-28 request _meta filled in
-// where the caller left it out: version, the gateway's identity and the
-// capabilities of its options.
-func (s *Stdio) modernParams(params json.RawMessage) json.RawMessage {
-	meta := wire.Get(params, "_meta")
-	changed := false
-	for _, kv := range [...]struct {
-		key   string
-		value json.RawMessage
-	}{
-		{"io.modelcontextprotocol/protocolVersion", modernVersionJSON},
-		{"io.modelcontextprotocol/clientInfo", s.opts.ClientInfo},
-		{"io.modelcontextprotocol/clientCapabilities", s.opts.Capabilities},
-	} {
-		if wire.Get(meta, kv.key) == nil {
-			m, err := wire.Set(meta, kv.key, kv.value)
-			if err != nil {
-				return params
-			}
-			meta, changed = m, true
-		}
-	}
-	if !changed { // a request of a 2026-07-28 client has them all: sent as it is
-		return params
-	}
-	out, err := wire.Set(params, "_meta", meta)
-	if err != nil {
-		return params
-	}
-	return out
-}
-
-var modernVersionJSON = json.RawMessage(`"` + ModernVersion + `"`)
-
-// listen opens the 2026-07-28 stream of change notifications on a modern
+// listen opens the 2026-07-28 stream of change notifications on a stateless
 // server for as long as its process lives; what arrives goes to OnNotification.
 func (s *Stdio) listen(p *process) {
-	params := s.modernParams(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
+	params := s.statelessMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
 	p.rpc.Go(func() { _, _ = p.call(p.ctx, "subscriptions/listen", params) })
 }
 
 // initialize performs the MCP handshake on a fresh process.
 func (s *Stdio) initialize(ctx context.Context, p *process) error {
-	if s.opts.ProbeModern || s.opts.RequireModern {
+	if s.opts.ProbeStateless || s.opts.RequireStateless {
 		ok, err := s.discover(ctx, p)
 		if err != nil {
 			return err
@@ -504,7 +452,7 @@ func (s *Stdio) initialize(ctx context.Context, p *process) error {
 			s.listen(p)
 			return nil
 		}
-		if s.opts.RequireModern {
+		if s.opts.RequireStateless {
 			return wire.ErrNotStateless
 		}
 	}
@@ -515,7 +463,7 @@ func (s *Stdio) initialize(ctx context.Context, p *process) error {
 	if resp.Error != nil {
 		// A server of the 2026-07-28 era only refuses initialize: ask it
 		// the new way before giving up.
-		if !s.opts.ProbeModern {
+		if !s.opts.ProbeStateless {
 			if ok, err := s.discover(ctx, p); err == nil && ok {
 				p.initialized.Store(true)
 				s.listen(p)

@@ -43,7 +43,7 @@ func modernServer(t *testing.T) (*httptest.Server, *[]string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32601,"message":"initialize is gone; use server/discover"}}`)
 			return
 		}
-		if r.Header.Get("MCP-Protocol-Version") != ModernVersion || msg.Params.Meta["io.modelcontextprotocol/protocolVersion"] != ModernVersion ||
+		if r.Header.Get("MCP-Protocol-Version") != StatelessVersion || msg.Params.Meta["io.modelcontextprotocol/protocolVersion"] != StatelessVersion ||
 			msg.Params.Meta["io.modelcontextprotocol/clientCapabilities"] == nil {
 			bad("no 2026-07-28 version or _meta on " + msg.Method)
 		}
@@ -79,8 +79,8 @@ func TestRemoteModernServer(t *testing.T) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	if !h.Modern() || !strings.Contains(string(h.InitializeResult()), `"protocolVersion":"2026-07-28"`) || !strings.Contains(string(h.InitializeResult()), `"name":"modern"`) {
-		t.Fatalf("modern %v, initialize result %s", h.Modern(), h.InitializeResult())
+	if !h.Stateless() || !strings.Contains(string(h.InitializeResult()), `"protocolVersion":"2026-07-28"`) || !strings.Contains(string(h.InitializeResult()), `"name":"modern"`) {
+		t.Fatalf("modern %v, initialize result %s", h.Stateless(), h.InitializeResult())
 	}
 	if _, err := h.Call(ctx, "tools/list", nil); err != nil {
 		t.Fatal(err)
@@ -236,8 +236,8 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 			if _, err := h.Call(ctx, "tools/list", nil); err != nil {
 				t.Fatal(err)
 			}
-			if h.Modern() != c.wantModern || (*methods)[0] != c.wantFirst {
-				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Modern(), *methods, c.wantModern, c.wantFirst)
+			if h.Stateless() != c.wantModern || (*methods)[0] != c.wantFirst {
+				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Stateless(), *methods, c.wantModern, c.wantFirst)
 			}
 		})
 	}

@@ -24,57 +24,43 @@ import (
 // in both eras. The session object stays (it owns the streams of calls)
 // but holds no session id.
 
-// Modern reports whether the server's current session is of the
+// Stateless reports whether the server's current session is of the
 // 2026-07-28 era (the gateway then bridges input-required results for
 // session-era clients, as for stdio servers of that era).
-func (h *HTTP) Modern() bool {
+func (h *HTTP) Stateless() bool {
 	s := h.sess.Load()
-	return s != nil && s.modern.Load()
+	return s != nil && s.stateless.Load()
 }
 
-// modernHeadersKey carries a modern request's own headers from the session's
+// statelessHeadersKey carries a stateless request's own headers from the session's
 // call to send.
-type modernHeadersKey struct{}
+type statelessHeadersKey struct{}
 
-// discoverModern asks a server that refused initialize whether it speaks
-// 2026-07-28; if so the session becomes a modern one with a synthesized
+// discoverStateless asks a server that refused initialize whether it speaks
+// 2026-07-28; if so the session becomes a stateless one with a synthesized
 // initialize result, and it returns true.
-func (s *session) discoverModern(ctx context.Context) bool {
+func (s *session) discoverStateless(ctx context.Context) bool {
 	if s.sse {
 		return false
 	}
-	s.modern.Store(true)
-	s.setVersion(ModernVersion)
-	params := modernMeta(nil, s.h.opts.ClientInfo, s.h.opts.Capabilities)
+	s.stateless.Store(true)
+	s.setVersion(StatelessVersion)
+	params := statelessMeta(nil, s.h.opts.ClientInfo, s.h.opts.Capabilities)
 	resp, err := s.call(ctx, "server/discover", params)
 	if err == nil && versionRejected(resp) {
 		// -32022: the server refused the version, and names 2026-07-28
 		// among those it supports: ask once more (SEP-2575).
 		resp, err = s.call(ctx, "server/discover", params)
 	}
-	var res struct {
-		SupportedVersions []string        `json:"supportedVersions"`
-		Capabilities      json.RawMessage `json:"capabilities"`
-		Instructions      string          `json:"instructions"`
-		Meta              struct {
-			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
-		} `json:"_meta"`
-	}
-	if err != nil || resp.Error != nil || json.Unmarshal(resp.Result, &res) != nil || !slices.Contains(res.SupportedVersions, ModernVersion) {
-		s.modern.Store(false)
+	init, ok := discovered(resp)
+	if err != nil || !ok {
+		s.stateless.Store(false)
 		s.setVersion("")
 		return false
 	}
-	init := map[string]any{"protocolVersion": ModernVersion, "capabilities": res.Capabilities}
-	if res.Meta.ServerInfo != nil {
-		init["serverInfo"] = res.Meta.ServerInfo
-	}
-	if res.Instructions != "" {
-		init["instructions"] = res.Instructions
-	}
-	s.initResult, _ = json.Marshal(init)
+	s.initResult = init
 	s.jsonAnswers = false
-	s.h.log.Debug(fmt.Sprintf("mcp server %q speaks %s", s.name(), ModernVersion))
+	s.h.log.Debug(fmt.Sprintf("mcp server %q speaks %s", s.name(), StatelessVersion))
 	return true
 }
 
@@ -94,7 +80,7 @@ func versionRejected(resp wire.Response) bool {
 			Supported []string `json:"supported"`
 		} `json:"data"`
 	}
-	return json.Unmarshal(resp.Error, &e) == nil && e.Code == codeUnsupportedVersion && slices.Contains(e.Data.Supported, ModernVersion)
+	return json.Unmarshal(resp.Error, &e) == nil && e.Code == codeUnsupportedVersion && slices.Contains(e.Data.Supported, StatelessVersion)
 }
 
 // initializeRefused reports whether an initialize failure may be a server
@@ -107,8 +93,8 @@ func initializeRefused(err error, resp wire.Response) bool {
 	return errors.As(err, &se) && se.code == http.StatusBadRequest
 }
 
-// modernHeaders are the Mcp-Method and Mcp-Name headers of a request.
-func modernHeaders(method string, params json.RawMessage) http.Header {
+// statelessHeaders are the Mcp-Method and Mcp-Name headers of a request.
+func statelessHeaders(method string, params json.RawMessage) http.Header {
 	hdr := http.Header{"Mcp-Method": {method}}
 	var name string
 	switch method {
@@ -123,10 +109,10 @@ func modernHeaders(method string, params json.RawMessage) http.Header {
 	return hdr
 }
 
-// withModernHeaders returns req with the per-request headers its context
+// withStatelessHeaders returns req with the per-request headers its context
 // carries, if any (on a copy of its shared headers).
-func withModernHeaders(req *http.Request) *http.Request {
-	extra, _ := req.Context().Value(modernHeadersKey{}).(http.Header)
+func withStatelessHeaders(req *http.Request) *http.Request {
+	extra, _ := req.Context().Value(statelessHeadersKey{}).(http.Header)
 	if extra == nil {
 		return req
 	}
@@ -136,41 +122,6 @@ func withModernHeaders(req *http.Request) *http.Request {
 		r.Header[k] = v
 	}
 	return &r
-}
-
-// modernMeta returns params with the 2026-07-28 request _meta filled in
-// where the caller left it out (a 2026-07-28 client's request has it all
-// and is sent as it is).
-func modernMeta(params, clientInfo, capabilities json.RawMessage) json.RawMessage {
-	meta := wire.Get(params, "_meta")
-	changed := false
-	for _, kv := range [...]struct {
-		key   string
-		value json.RawMessage
-	}{
-		{"io.modelcontextprotocol/protocolVersion", modernVersionJSON},
-		{"io.modelcontextprotocol/clientInfo", clientInfo},
-		{"io.modelcontextprotocol/clientCapabilities", capabilities},
-	} {
-		if wire.Get(meta, kv.key) == nil {
-			m, err := wire.Set(meta, kv.key, kv.value)
-			if err != nil {
-				return params
-			}
-			meta, changed = m, true
-		}
-	}
-	if !changed {
-		return params
-	}
-	if params == nil {
-		params = json.RawMessage(`{}`)
-	}
-	out, err := wire.Set(params, "_meta", meta)
-	if err != nil {
-		return params
-	}
-	return out
 }
 
 // ParamHeaders remembers, per tool, the arguments a server's tools/list

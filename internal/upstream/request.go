@@ -1,0 +1,253 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// The HTTP requests of a session: how a message is POSTed, a stream opened
+// or the session deleted, with the session's prepared headers, and how an
+// answer that is not 2xx becomes an error.
+
+const (
+	// requestOverhead is room for a request's envelope around its params.
+	requestOverhead = 64
+	acceptPOST      = "application/json, text/event-stream"
+	acceptSSE       = "text/event-stream"
+	// errorBodyBytes of an unexpected response are read, for its message.
+	errorBodyBytes = 64 << 10
+)
+
+// postMessage POSTs a message that gets no response in the HTTP answer: a
+// notification, an answer to the server, or (legacy transport) a request,
+// whose response comes on the event stream.
+func (s *session) postMessage(ctx context.Context, what string, body []byte) error {
+	if strings.HasPrefix(what, "notifications/") && ctx.Value(statelessHeadersKey{}) == nil {
+		ctx = context.WithValue(ctx, statelessHeadersKey{}, http.Header{"Mcp-Method": {what}})
+	}
+	resp, err := s.do(ctx, http.MethodPost, body, "")
+	if err != nil {
+		return s.transportError(what, err)
+	}
+	defer resp.Body.Close()
+	if err := s.checkStatus(resp, what, 0); err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyBytes)) //nolint:errcheck // lets the connection be reused
+	return nil
+}
+
+// do sends one HTTP request of the session: POST a message to the endpoint,
+// GET a stream (resuming after lastEventID if set), or DELETE the session.
+// The request is built by hand, with the session's prepared headers: what
+// http.NewRequest would do, without parsing the URL again and building its
+// headers anew for every message.
+func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+	target := s.h.url
+	if method == http.MethodPost && s.endpoint != nil {
+		target = s.endpoint
+	}
+	hs := s.headers()
+	var header http.Header
+	switch {
+	case method == http.MethodPost:
+		header = traceHeaders(ctx, hs.post)
+	case method == http.MethodGet && lastEventID == "":
+		header = hs.get
+	case method == http.MethodGet:
+		header = hs.get.Clone()
+		header.Set("Last-Event-ID", lastEventID)
+	default:
+		header = hs.base
+	}
+	if s.h.client.Jar != nil {
+		header = header.Clone() // the client adds the jar's cookies to it
+	}
+	req := http.Request{
+		Method:     method,
+		URL:        target,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     header,
+		Host:       target.Host,
+	}
+	if body != nil {
+		// As http.NewRequest sets them: the transport knows a NopCloser of
+		// a *bytes.Reader is in memory and writes it with the headers, in
+		// one write.
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return s.h.send(req.WithContext(ctx))
+}
+
+// removeEmptyPort drops the colon of a host with an empty port ("host:"),
+// as http.NewRequest does with the URLs it parses.
+func removeEmptyPort(host string) string {
+	if strings.LastIndex(host, ":") > strings.LastIndex(host, "]") {
+		return strings.TrimSuffix(host, ":")
+	}
+	return host
+}
+
+// sessionHeaders are the headers of a session's requests, prepared when its
+// id or version changes and shared, read-only, by every request until then.
+type sessionHeaders struct {
+	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
+	post http.Header // base, Content-Type and Accept of a POSTed message
+	get  http.Header // base, Accept and Cache-Control of a stream
+}
+
+// headers returns the session's prepared headers.
+func (s *session) headers() *sessionHeaders {
+	if hs := s.hdr.Load(); hs != nil {
+		return hs
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if hs := s.hdr.Load(); hs != nil {
+		return hs
+	}
+	// The configured headers first; the transport's own override any of the
+	// same name, except User-Agent.
+	base := make(http.Header, len(s.h.headers)+3)
+	for k, v := range s.h.headers {
+		base[k] = v
+	}
+	if base.Get("User-Agent") == "" {
+		base.Set("User-Agent", "mcp-gateway")
+	}
+	if !s.sse {
+		if s.id != "" {
+			base.Set("Mcp-Session-Id", s.id)
+		}
+		if s.version != "" {
+			base.Set("MCP-Protocol-Version", s.version)
+		}
+	}
+	hs := &sessionHeaders{base: base, post: base.Clone(), get: base.Clone()}
+	hs.post.Set("Content-Type", "application/json")
+	hs.post.Set("Accept", acceptPOST)
+	hs.get.Set("Accept", acceptSSE)
+	hs.get.Set("Cache-Control", "no-cache")
+	s.hdr.Store(hs)
+	return hs
+}
+
+// setID records the session id the server gave.
+func (s *session) setID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.hdr.Store(nil)
+	s.mu.Unlock()
+}
+
+// setVersion records the negotiated protocol version.
+func (s *session) setVersion(version string) {
+	s.mu.Lock()
+	s.version = version
+	s.hdr.Store(nil)
+	s.mu.Unlock()
+}
+
+// checkStatus turns an HTTP answer that is not 2xx into an error (and
+// closes its body). A 404 for the session (and a 400 that says the session
+// is unknown, as servers built on the TypeScript SDK's example answer) ends
+// the session and returns errSessionExpired. For a call (id set), a JSON-RPC
+// error in the body that answers it is delivered as its response, and
+// checkStatus returns a placeholder error the caller discards.
+func (s *session) checkStatus(resp *http.Response, what string, id uint64) error {
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	defer resp.Body.Close()
+	hasSession := s.sessionID() != "" || s.sse && s.endpoint != nil
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return s.credentialsError(resp)
+	case code == http.StatusNotFound && hasSession:
+		s.expire()
+		return errSessionExpired
+	case code >= 300 && code < 400:
+		loc := ""
+		if u, err := resp.Location(); err == nil {
+			loc = " to " + redactURL(u)
+		}
+		return newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q redirects%s (HTTP %s); set its url to the address it redirects to", s.name(), loc, statusText(resp))
+	}
+	data, _ := readCapped(resp.Body, errorBodyBytes)
+	if code == http.StatusBadRequest && hasSession && bytes.Contains(bytes.ToLower(data), []byte("session")) {
+		s.expire()
+		return errSessionExpired
+	}
+	if id != 0 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {
+		if msg, err := wire.Parse(data); err == nil && msg.IsResponse() {
+			if got, ok := rpc.ParseID(msg.ID); ok && got == id && s.rpc.Dispatch(msg) == id {
+				return errAnswered
+			}
+		}
+	}
+	return fmt.Errorf("mcp server %q answered %s with %w", s.name(), what, &statusError{code: code, status: statusText(resp), preview: preview(data)})
+}
+
+// errAnswered: checkStatus delivered the call's response from an error body.
+var errAnswered = errors.New("answered in the error body")
+
+func (s *session) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+func (s *session) credentialsError(resp *http.Response) error {
+	hint := ""
+	if c := resp.Header.Get("WWW-Authenticate"); c != "" {
+		hint = fmt.Sprintf(" (it asks for: %s)", preview([]byte(c)))
+	}
+	return newRemoteError([]error{wire.ErrCredentials}, "mcp server %q refused the credentials (HTTP %d); check its headers%s", s.name(), resp.StatusCode, hint)
+}
+
+func (s *session) transportError(what string, err error) error {
+	err = netError(err)
+	var ae *authError
+	if isContextError(err) || errors.As(err, &ae) {
+		return err
+	}
+	var refused *netguard.RefusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("mcp server %q: %s: the gateway refuses to connect to %s: %w", s.name(), what, redactURL(s.h.url), refused)
+	}
+	return fmt.Errorf("mcp server %q: %s: cannot reach %s: %w", s.name(), what, redactURL(s.h.url), err)
+}
+
+var errTooLarge = errors.New("body over the size limit")
+
+// readCapped reads a body of at most limit bytes.
+func readCapped(r io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// mediaType returns the lower-cased media type of a Content-Type value.
+func mediaType(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
+}
