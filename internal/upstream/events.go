@@ -69,17 +69,5 @@ func (s *session) oversize(ev *sseEvent, awaited uint64) bool {
 	if id == 0 {
 		id, _ = rpc.ParseID(ev.id)
 	}
-	method := s.rpc.Method(id)
-	if id == 0 || method == "" {
-		s.h.log.Warn(fmt.Sprintf("mcp server %q sent a message longer than %d bytes that answers no call; ignored", s.name(), s.h.opts.MaxResponseBytes))
-		return false
-	}
-	if s.rpc.Resolve(id, wire.Response{}, s.tooLarge(method)) {
-		s.rpc.SendCancelled(id, "the response is over the gateway's size limit")
-	}
-	return awaited != 0
-}
-
-func (s *session) tooLarge(method string) error {
-	return newRemoteError([]error{ErrResponseTooLarge}, "mcp server %q answered %s with more than %d bytes, the gateway's limit for one response; the call failed", s.name(), method, s.h.opts.MaxResponseBytes)
+	return s.rpc.Oversize(id) && awaited != 0
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 )
 
 // Kinds of failure of a remote (HTTP) upstream a caller can test for with
@@ -15,7 +17,7 @@ import (
 var (
 	// ErrResponseTooLarge: one response was longer than
 	// HTTPOptions.MaxResponseBytes; the call failed.
-	ErrResponseTooLarge = errors.New("mcp server response over the size limit")
+	ErrResponseTooLarge = rpc.ErrResponseTooLarge
 	// ErrSessionEnded: the server ended the session (or, on the legacy
 	// transport, its event stream) while the call was waiting; whether it
 	// acted on the call is unknown, so the call is not retried. The next

@@ -140,7 +140,7 @@ func (s *Stdio) exec() (*process, error) {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	hooks := rpc.Hooks{Server: s.opts.Name, OnNotification: s.opts.OnNotification, OnRequest: s.opts.OnRequest}
-	p.rpc = rpc.New(p.ctx, s.opts.Name, s.log, hooks, p)
+	p.rpc = rpc.New(p.ctx, s.opts.Name, s.log, hooks, p, s.opts.MaxMessageBytes)
 	go p.readStdout()
 	go func() {
 		defer close(p.stderrDone)

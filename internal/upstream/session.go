@@ -75,7 +75,7 @@ func newSession(h *HTTP, sse bool, endpoint *url.URL) *session {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.listenCtx, s.stopListen = context.WithCancel(s.ctx)
-	s.rpc = rpc.New(s.ctx, h.opts.Name, h.log, h.hooks, s)
+	s.rpc = rpc.New(s.ctx, h.opts.Name, h.log, h.hooks, s, h.opts.MaxResponseBytes)
 	return s
 }
 

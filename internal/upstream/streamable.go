@@ -141,7 +141,7 @@ func streamEnd(err error) string {
 
 func (s *session) readError(method string, err error) error {
 	if errors.Is(err, errTooLarge) {
-		return s.tooLarge(method)
+		return s.rpc.TooLarge(method)
 	}
 	if isContextError(err) {
 		return err

@@ -19,6 +19,10 @@ import (
 // connection is unaffected. A [Sender] returns an error wrapping it.
 var ErrInvalidMessage = errors.New("message cannot be sent as one line")
 
+// ErrResponseTooLarge: a response was longer than the connection's limit
+// for one message; the call it answers failed.
+var ErrResponseTooLarge = errors.New("mcp server response over the size limit")
+
 // errServerCancelled ends the handler of a request the server cancelled.
 var errServerCancelled = errors.New("the server cancelled its request")
 
@@ -83,6 +87,7 @@ type Conn struct {
 	handler Handler
 	out     Sender
 	ctx     context.Context // the handlers' and background sends'; its owner ends it
+	limit   int             // the longest message accepted from the server, in bytes
 
 	mu       sync.Mutex
 	ids      idSource
@@ -96,9 +101,11 @@ type Conn struct {
 
 // New returns the Conn of one connection to the named server. ctx bounds
 // its handlers and background sends: its owner ends it when the connection
-// goes down.
-func New(ctx context.Context, server string, log *slog.Logger, handler Handler, out Sender) *Conn {
+// goes down. limit is the longest message the transport accepts from the
+// server (see Oversize).
+func New(ctx context.Context, server string, log *slog.Logger, handler Handler, out Sender, limit int) *Conn {
 	c := &Conn{
+		limit:    limit,
 		server:   server,
 		log:      log,
 		handler:  handler,
@@ -239,6 +246,32 @@ func (c *Conn) Method(id uint64) string {
 	}
 	return ""
 }
+
+// Oversize handles a message longer than the limit that the transport could
+// skip: it fails the pending call id, which that message answers, and tells
+// the server to stop working on it. False when no such call is pending.
+func (c *Conn) Oversize(id uint64) bool {
+	method := c.Method(id)
+	if id == 0 || method == "" {
+		c.log.Warn(fmt.Sprintf("mcp server %q sent a message longer than %d bytes that answers no call; ignored", c.server, c.limit))
+		return false
+	}
+	if c.Resolve(id, wire.Response{}, c.TooLarge(method)) {
+		c.SendCancelled(id, "the response is over the gateway's size limit")
+	}
+	return true
+}
+
+// TooLarge is the error of a call of method whose response was longer than
+// the limit; errors.Is finds ErrResponseTooLarge in it.
+func (c *Conn) TooLarge(method string) error {
+	return &tooLargeError{fmt.Sprintf("mcp server %q answered %s with more than %d bytes, the gateway's limit for one response; the call failed", c.server, method, c.limit)}
+}
+
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string        { return e.msg }
+func (e *tooLargeError) Is(target error) bool { return target == ErrResponseTooLarge }
 
 // InFlight returns the ids of the pending calls a server may be told were
 // cancelled (initialize excepted).

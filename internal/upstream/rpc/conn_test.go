@@ -85,7 +85,7 @@ func newConn(t *testing.T, h Handler) (*Conn, *sent, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newSent()
-	c := New(ctx, "srv", slog.New(slog.DiscardHandler), h, out)
+	c := New(ctx, "srv", slog.New(slog.DiscardHandler), h, out, 1<<20)
 	t.Cleanup(func() {
 		cancel()
 		c.FailPending(func(string) error { return errors.New("test over") })
@@ -278,7 +278,7 @@ func TestAnInvalidAnswerBecomesAnError(t *testing.T) {
 	h := Hooks{OnRequest: func(context.Context, string, json.RawMessage) (json.RawMessage, *wire.Error) {
 		return json.RawMessage("{\n"), nil
 	}}
-	c := New(ctx, "srv", slog.New(slog.DiscardHandler), h, out)
+	c := New(ctx, "srv", slog.New(slog.DiscardHandler), h, out, 1<<20)
 	c.Dispatch(mustParse(t, `{"jsonrpc":"2.0","id":3,"method":"roots/list"}`))
 	if got := out.next(t); !strings.Contains(got, `"id":3,"error":{"code":-32603`) {
 		t.Fatalf("sent %s, want an internal error for id 3", got)
@@ -360,4 +360,23 @@ func mustParse(t *testing.T, s string) *wire.Message {
 		t.Fatal(err)
 	}
 	return m
+}
+
+func TestOversizeFailsTheCallItAnswers(t *testing.T) {
+	c, out, _ := newConn(t, Hooks{})
+	k, _ := c.Begin("resources/read")
+	id := k.ID()
+	if c.Oversize(0) || c.Oversize(id+1) {
+		t.Fatal("Oversize failed a call no message answered")
+	}
+	if !c.Oversize(id) {
+		t.Fatal("Oversize did not find the pending call")
+	}
+	_, err := k.Wait(context.Background(), true)
+	if !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), `"srv" answered resources/read with more than 1048576 bytes`) {
+		t.Fatalf("Wait = %v, want ErrResponseTooLarge naming the server, method and limit", err)
+	}
+	if got := out.next(t); !strings.Contains(got, `"requestId":`+strconv.FormatUint(id, 10)) {
+		t.Fatalf("sent %s, want the cancellation of %d", got, id)
+	}
 }
