@@ -39,6 +39,8 @@ type sseReader struct {
 	skipLF   bool          // the previous line ended in CR: a following LF belongs to it
 	received bool          // some event with data was read
 	ev       sseEvent      // the event next returns
+	hasData  bool          // ev has had a data line
+	scan     *idScanner    // looks for the id of an oversize ev, when findID
 	messages eventMessages // its JSON-RPC messages, as the session reads them
 }
 
@@ -76,95 +78,97 @@ func putResponseReader(sr *sseReader) {
 func (r *sseReader) next() (*sseEvent, error) {
 	ev := &r.ev
 	*ev = sseEvent{}
-	var scan *idScanner
-	hasData := false
+	r.scan, r.hasData = nil, false
 	for {
 		line, long, err := r.readLine(r.limit - len(ev.data) + sseFieldSlack)
 		if err != nil {
 			return nil, err
 		}
 		if len(line) == 0 && !long { // the end of an event
-			if !hasData {
+			if !r.hasData {
 				*ev = sseEvent{}
-				scan = nil
+				r.scan = nil
 				continue
 			}
 			if ev.oversize {
 				ev.data = nil
-				if scan != nil {
-					ev.id = scan.id
+				if r.scan != nil {
+					ev.id = r.scan.id
 				}
 			}
 			r.received = true
 			return ev, nil
 		}
 		field, value := splitField(line)
-		switch field {
-		case "data":
-			if ev.oversize {
-				var sink func([]byte)
-				if scan != nil {
-					sink = scan.write
-					scan.write([]byte{'\n'})
-					scan.write(value)
-				}
-				if long {
-					r.drainLine(sink)
-				}
-				continue
-			}
-			if hasData {
-				ev.data = append(ev.data, '\n')
-			}
-			hasData = true
-			if long || len(ev.data)+len(value) > r.limit {
-				ev.oversize = true
-				if r.findID {
-					scan = &idScanner{}
-					scan.write(ev.data)
-					scan.write(value)
-					if long {
-						r.drainLine(scan.write) // the rest of this line
-					}
-				} else if long {
-					r.drainLine(nil)
-				}
-				ev.data = nil
-				continue
-			}
-			// line is the reader's buffer: the data is copied out.
-			if ev.data == nil {
-				ev.data = append(make([]byte, 0, len(value)), value...)
-			} else {
-				ev.data = append(ev.data, value...)
-			}
-		case "event":
-			switch {
-			case long:
-				r.drainLine(nil)
-			case string(value) == "message":
-				ev.name = "message"
-			default:
-				ev.name = string(value)
-			}
-		case "id":
-			if !long && bytes.IndexByte(value, 0) < 0 {
-				if string(value) != r.lastID {
-					r.lastID = string(value)
-				}
-			} else if long {
-				r.drainLine(nil)
-			}
-		case "retry":
-			if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil && !long {
-				r.retry = time.Duration(ms) * time.Millisecond
-			} else if long {
-				r.drainLine(nil)
-			}
-		default:
+		if field == "data" {
+			r.data(value, long)
+		} else {
+			r.field(field, value, long)
+		}
+	}
+}
+
+// data adds a data line (value, which is the reader's buffer; long: the
+// line goes on past it) to the event being read. Past the limit the event
+// is oversize: its data is dropped, and scanned for its JSON-RPC id when
+// the reader was asked to find it.
+func (r *sseReader) data(value []byte, long bool) {
+	ev := &r.ev
+	if ev.oversize {
+		var sink func([]byte)
+		if r.scan != nil {
+			sink = r.scan.write
+			r.scan.write([]byte{'\n'})
+			r.scan.write(value)
+		}
+		if long {
+			r.drainLine(sink)
+		}
+		return
+	}
+	if r.hasData {
+		ev.data = append(ev.data, '\n')
+	}
+	r.hasData = true
+	if long || len(ev.data)+len(value) > r.limit {
+		ev.oversize = true
+		if r.findID {
+			r.scan = &idScanner{}
+			r.scan.write(ev.data)
+			r.scan.write(value)
 			if long {
-				r.drainLine(nil)
+				r.drainLine(r.scan.write) // the rest of this line
 			}
+		} else if long {
+			r.drainLine(nil)
+		}
+		ev.data = nil
+		return
+	}
+	// value is the reader's buffer: the data is copied out.
+	if ev.data == nil {
+		ev.data = append(make([]byte, 0, len(value)), value...)
+	} else {
+		ev.data = append(ev.data, value...)
+	}
+}
+
+// field handles a line of a field other than data.
+func (r *sseReader) field(field string, value []byte, long bool) {
+	switch {
+	case long:
+		r.drainLine(nil) // no other field is kept past the buffer
+	case field == "event" && string(value) == "message":
+		r.ev.name = "message"
+	case field == "event":
+		r.ev.name = string(value)
+	case field == "id" && bytes.IndexByte(value, 0) < 0:
+		if string(value) != r.lastID {
+			r.lastID = string(value)
+		}
+	case field == "retry":
+		if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil {
+			r.retry = time.Duration(ms) * time.Millisecond
 		}
 	}
 }
