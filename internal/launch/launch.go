@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for the zero values of [Options].
@@ -193,11 +195,11 @@ func (p *Pending) Complete(ctx context.Context, handoff []byte) (*Result, error)
 func (p *Pending) Abort() {
 	p.timeout.Stop()
 	p.c.reaper.halt()
-	syscall.Kill(p.c.pid, syscall.SIGKILL) //nolint:errcheck // ESRCH: it is gone already
-	var ws syscall.WaitStatus
+	unix.Kill(p.c.pid, unix.SIGKILL) //nolint:errcheck // ESRCH: it is gone already
+	var ws unix.WaitStatus
 	for {
 		// ECHILD when the reaper got it first.
-		if _, err := syscall.Wait4(p.c.pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
+		if _, err := unix.Wait4(p.c.pid, &ws, 0, nil); !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}

@@ -6,8 +6,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pollInterval paces the checks for a process's exit and for a session to
@@ -20,7 +21,7 @@ const pollInterval = 20 * time.Millisecond
 type reaper struct {
 	pid     int
 	exited  chan struct{} // closed once the child is reaped
-	status  syscall.WaitStatus
+	status  unix.WaitStatus
 	known   bool // status holds the child's wait status
 	stop    chan struct{}
 	stopped chan struct{}
@@ -42,10 +43,10 @@ func (r *reaper) run() {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(r.pid, &ws, syscall.WNOHANG, nil)
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(r.pid, &ws, unix.WNOHANG, nil)
 		switch {
-		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil: // ECHILD: reaped elsewhere; the status is lost
 			close(r.exited)
@@ -105,13 +106,13 @@ func (r *reaper) describe() string {
 // leader reaped, or after a bounded wait if some process will not die (stuck in
 // the kernel, or a zombie its new parent never reaps).
 func terminate(sid int, grace time.Duration, r *reaper) {
-	signalSession(sid, syscall.SIGTERM)
+	signalSession(sid, unix.SIGTERM)
 	if waitSessionEmpty(sid, r, grace) {
 		return
 	}
 	// Something forked between a scan and its kill may escape one round.
 	for range 4 {
-		signalSession(sid, syscall.SIGKILL)
+		signalSession(sid, unix.SIGKILL)
 		if waitSessionEmpty(sid, r, killWait/4) {
 			return
 		}
@@ -151,13 +152,13 @@ func waitSessionEmpty(sid int, r *reaper, d time.Duration) bool {
 
 // signalSession sends sig to the process group sid and to every live process
 // of session sid.
-func signalSession(sid int, sig syscall.Signal) {
+func signalSession(sid int, sig unix.Signal) {
 	if sid <= 1 || sid == os.Getpid() {
 		return
 	}
-	syscall.Kill(-sid, sig)
+	unix.Kill(-sid, sig)
 	for _, pid := range sessionMembers(sid) {
-		syscall.Kill(pid, sig)
+		unix.Kill(pid, sig)
 	}
 }
 
