@@ -12,8 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -125,7 +126,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	if err != nil {
 		store.Close()
 		err = fmt.Errorf("listening on port %d: %w", *port, err)
-		if errors.Is(err, syscall.EADDRINUSE) {
+		if errors.Is(err, unix.EADDRINUSE) {
 			err = portTaken(*port, err)
 		}
 		return fail(err)
@@ -135,7 +136,7 @@ Stops on SIGTERM or SIGINT.`, stderr)
 	if url == "" {
 		url = fmt.Sprintf("http://%s/mcp", net.JoinHostPort(displayHost(*addr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
 	defer stop()
 
 	tel, stopTelemetry, err := tf.build(ctx, logger)

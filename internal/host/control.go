@@ -11,8 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 )
@@ -70,10 +71,10 @@ func peerUID(c net.Conn) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	var cred *syscall.Ucred
+	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil || cerr != nil {
 		return 0, false
 	}
@@ -263,7 +264,7 @@ func (c *Client) waitStarted(ctx context.Context) error {
 			conn.Close()
 			return nil
 		}
-		if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ECONNREFUSED) {
 			return err
 		}
 		pid, held := registry.Holder(c.dir)

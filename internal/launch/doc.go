@@ -25,7 +25,11 @@
 //     every process of its session (SIGTERM, then SIGKILL after a grace
 //     period), remove the token and pid files and return a [*StartError]
 //     holding the reason and the tail of the log, where the failing
-//     server's stderr is.
+//     server's stderr is. A serving process that exited is reaped only
+//     after that, so its pid, the session's id, cannot have been given to
+//     another process while the session is signalled; the other processes of
+//     the session are signalled through a pidfd, once checked to still be
+//     in it.
 //
 // Before step 3 nothing but the lock file is written and the serving process
 // has started nothing, so an aborted or refused launch only kills it.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for the zero values of [Options].
@@ -192,16 +194,16 @@ func (p *Pending) Complete(ctx context.Context, handoff []byte) (*Result, error)
 // had no handoff, it has started nothing and written nothing.
 func (p *Pending) Abort() {
 	p.timeout.Stop()
-	p.c.reaper.halt()
-	syscall.Kill(p.c.pid, syscall.SIGKILL) //nolint:errcheck // ESRCH: it is gone already
-	var ws syscall.WaitStatus
-	for {
-		// ECHILD when the reaper got it first.
-		if _, err := syscall.Wait4(p.c.pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
-			break
+	if !p.c.reaper.halt() {
+		// Not exited, so not reaped: the pid is still the serving process's.
+		unix.Kill(p.c.pid, unix.SIGKILL) //nolint:errcheck // ESRCH: it is gone already
+		for {
+			if _, err := unix.Wait4(p.c.pid, nil, 0, nil); !errors.Is(err, unix.EINTR) {
+				break
+			}
 		}
 	}
-	p.c.close()
+	p.c.close() // reaps it if it had exited
 }
 
 // complete fills in defaults and refuses options that would leak the token.
@@ -464,11 +466,12 @@ func (c *child) fail(opts Options, reason error) error {
 }
 
 // close releases what the launcher holds of the child; the child itself keeps
-// running if it was ready. The reaper stops first, so nothing waits on the
-// child from here on.
+// running if it was ready, and is reaped if it has exited. The reaper stops
+// first, so nothing waits on the child from here on.
 func (c *child) close() {
 	c.closeOnce.Do(func() {
 		c.reaper.halt()
+		c.reaper.reap()
 		c.readyR.Close()
 		c.stdinW.Close()
 		c.wg.Wait()

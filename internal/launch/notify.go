@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReadyFD is the descriptor number the readiness pipe has in the serving
@@ -43,14 +44,14 @@ func OpenNotifier(fd int) (*Notifier, error) {
 	if fd < 0 {
 		return nil, nil
 	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("readiness pipe: fd %d: %w (it is passed by the launcher; serve in the foreground without --ready-fd)", fd, err)
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return nil, fmt.Errorf("readiness pipe: fd %d is not a pipe", fd)
 	}
-	syscall.CloseOnExec(fd)
+	unix.CloseOnExec(fd)
 	return &Notifier{f: os.NewFile(uintptr(fd), "readiness pipe")}, nil
 }
 
@@ -137,7 +138,7 @@ func redirectOutput(path string) error {
 	}
 	defer f.Close()
 	for _, fd := range []int{1, 2} {
-		if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+		if err := unix.Dup3(int(f.Fd()), fd, 0); err != nil {
 			return fmt.Errorf("log file %s: %w", path, err)
 		}
 	}

@@ -16,8 +16,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
@@ -178,7 +179,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		pid, _ := os.ReadFile(path)
 		f.Close()
 		return nil, fmt.Errorf("%w: another mcp-gateway host (pid %s) uses %s; stop it or pass another --state-dir", ErrLocked, strings.TrimSpace(string(pid)), dir)
@@ -197,8 +198,8 @@ func Holder(dir string) (pid string, held bool) {
 		return "", false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		return "", false
 	}
 	b, _ := os.ReadFile(path)
