@@ -1,6 +1,8 @@
-// Package front is the gateway's HTTP face: the MCP endpoint (/mcp, streamable
-// HTTP of the 2025-11-25 specification with its sessions) behind a bearer
-// token, /health, and /metrics behind the same token.
+// Package front is the gateway's face towards its clients: the MCP endpoint
+// (/mcp, streamable HTTP: the 2025-11-25 specification's sessions and the
+// 2026-07-28 era's sessionless requests) behind a bearer token, /health, and
+// /metrics behind the same token; and one client over stdio (ServeStdio, the
+// stdio command).
 //
 // It is the first link of the call path (front → session → router →
 // upstream): it authenticates, tells protocol eras apart, keeps the HTTP

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -452,10 +453,7 @@ func (e *events) appendEvent(b []byte, ev event) []byte {
 
 // parseEventID splits an event id into its stream's id and sequence number.
 func parseEventID(id string) (stream string, seq uint64, ok bool) {
-	i := len(id) - 1
-	for i >= 0 && id[i] != '-' {
-		i--
-	}
+	i := strings.LastIndexByte(id, '-')
 	if i <= 1 || (id[0] != 'p' && id[0] != 'g') {
 		return "", 0, false
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -183,7 +184,7 @@ func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, st
 		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
 	}
 
-	lb, err := oauth.NewLoopback(orDefault(h.opts.OAuthCallback, "127.0.0.1:0"))
+	lb, err := oauth.NewLoopback(cmp.Or(h.opts.OAuthCallback, "127.0.0.1:0"))
 	if err != nil {
 		return "", nil, fmt.Errorf("mcp server %q: %w", name, err)
 	}
@@ -477,7 +478,7 @@ func (h *Host) AuthRemove(name, sandbox string, all bool) ([]string, error) {
 	if !all && sandbox != "" {
 		keys = []grantRef{{name, sandbox}}
 	}
-	slices.SortFunc(keys, func(a, b grantRef) int { return compareStrings(a.key(), b.key()) })
+	slices.SortFunc(keys, func(a, b grantRef) int { return strings.Compare(a.key(), b.key()) })
 	var removed []string
 	for _, g := range keys {
 		if !h.secrets.Has(oauth.SecretName(g.server, g.sandbox)) {
@@ -514,23 +515,6 @@ func (h *Host) forgetSandboxGrants(sandbox string) {
 type grantRef struct{ server, sandbox string }
 
 func (g grantRef) key() string { return oauth.GrantKey(g.server, g.sandbox) }
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
 
 // authorizeSuffix names a server's authorize tool: <server>-authorize.
 const authorizeSuffix = "-authorize"

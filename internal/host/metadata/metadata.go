@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func Parse(data []byte) (*Spec, error) {
 		Name:        s.Name,
 		Title:       s.Title,
 		Description: s.Description,
-		Version:     first(s.Version, s.VersionDetail.Version),
+		Version:     cmp.Or(s.Version, s.VersionDetail.Version),
 		Env:         map[string]string{},
 	}
 	for _, r := range s.Remotes {
@@ -127,7 +128,7 @@ func choosePackage(name string, packages []pkg, remotes []string) (pkg, error) {
 		if (typ == "npm" || typ == "pypi") && transport == "stdio" {
 			return p, nil
 		}
-		found = append(found, fmt.Sprintf("%s over %s", first(typ, "unknown registry"), transport))
+		found = append(found, fmt.Sprintf("%s over %s", cmp.Or(typ, "unknown registry"), transport))
 	}
 	msg := fmt.Sprintf("mcp server %q: no package runs over stdio through npm or PyPI", name)
 	if len(found) > 0 {
@@ -195,7 +196,7 @@ func (spec *Spec) command(p pkg) error {
 func argv(args []argument) ([]string, error) {
 	var words []string
 	for i, a := range args {
-		value := first(a.Value.String(), a.Default.String())
+		value := cmp.Or(a.Value.String(), a.Default.String())
 		switch a.Type {
 		case "positional", "":
 			switch hint := a.valueHint(); {
@@ -274,15 +275,6 @@ func validEnvName(name string) bool {
 		}
 	}
 	return true
-}
-
-func first(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // text is a string field that registry entries sometimes spell as a number

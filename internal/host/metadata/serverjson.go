@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 )
@@ -44,10 +45,10 @@ type pkg struct {
 }
 
 func (p pkg) registryType() string {
-	return strings.ToLower(first(p.RegistryType, p.RegistryTypeOld, p.RegistryName))
+	return strings.ToLower(cmp.Or(p.RegistryType, p.RegistryTypeOld, p.RegistryName))
 }
 
-func (p pkg) identifier() string { return first(p.Identifier, p.NameOld) }
+func (p pkg) identifier() string { return cmp.Or(p.Identifier, p.NameOld) }
 
 // transport returns the transport type; none means stdio.
 func (p pkg) transport() string {
@@ -55,8 +56,8 @@ func (p pkg) transport() string {
 		Type    string `json:"type"`
 		TypeOld string `json:"transport_type"`
 	}
-	if json.Unmarshal(p.Transport, &t) == nil && first(t.Type, t.TypeOld) != "" {
-		return first(t.Type, t.TypeOld)
+	if json.Unmarshal(p.Transport, &t) == nil && cmp.Or(t.Type, t.TypeOld) != "" {
+		return cmp.Or(t.Type, t.TypeOld)
 	}
 	var s string
 	if json.Unmarshal(p.Transport, &s) == nil && s != "" {
@@ -99,7 +100,7 @@ type argument struct {
 	ValueHintOld string `json:"value_hint"`
 }
 
-func (a argument) valueHint() string { return first(a.ValueHint, a.ValueHintOld) }
+func (a argument) valueHint() string { return cmp.Or(a.ValueHint, a.ValueHintOld) }
 
 func either[T any](current, old []T) []T {
 	if len(current) > 0 {

@@ -3,7 +3,7 @@
 // JSON file in the state directory, written atomically (a temporary file
 // renamed over it), read once at start-up; the daemon is its only writer,
 // which a lock file held for the daemon's life guarantees. Secrets are not
-// here (see internal/secrets); tokens are kept only as SHA-256 hashes.
+// here (see internal/host/secrets); tokens are kept only as SHA-256 hashes.
 package registry
 
 import (
