@@ -162,20 +162,3 @@ func (b *builtinUpstream) Call(ctx context.Context, method string, params json.R
 	list, _ := json.Marshal(map[string]any{"tools": b.defs})
 	return &wire.Response{Result: list}, nil
 }
-
-// dropServer closes every session's own upstream session of a removed server.
-func (g *Gateway) dropServer(srv *server) []error {
-	var errs []error
-	for _, s := range g.sessionList() {
-		s.mu.Lock()
-		up := s.ups[srv]
-		delete(s.ups, srv)
-		s.mu.Unlock()
-		if up != nil {
-			if err := up.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("mcp server %q (a client's session): %w", srv.name, err))
-			}
-		}
-	}
-	return errs
-}

@@ -129,7 +129,7 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 	if end != nil {
 		end.Upstream, end.Err, end.Timeout = time.Since(began), err, err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
-	g.Router.relistIfRestarted(srv)
+	g.relistIfRestarted(srv)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q did not answer %s within %s; the call was cancelled at the server", srv.name, m.Method, timeout))
@@ -149,104 +149,6 @@ func replaceProgressToken(params, tok json.RawMessage) (json.RawMessage, error) 
 		return nil, err
 	}
 	return wire.Set(params, "_meta", meta)
-}
-
-// Hooks are the callbacks an upstream calls with what its server sends
-// unprompted: notifications, and requests to the client.
-type Hooks struct {
-	OnNotification func(method string, params json.RawMessage)
-	OnRequest      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error)
-}
-
-// UpstreamHooks returns the hooks for the upstream of the named server.
-func (g *Gateway) UpstreamHooks(name string) Hooks {
-	return Hooks{
-		OnNotification: func(method string, params json.RawMessage) {
-			if srv := g.Router.server(name); srv != nil {
-				g.serverNotification(srv, method, params)
-			}
-		},
-		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
-			srv := g.Router.server(name)
-			if srv == nil {
-				return nil, wire.Errorf(wire.CodeInternalError, "mcp server %q is not known to the gateway", name)
-			}
-			return g.serverRequest(ctx, srv, method, params)
-		},
-	}
-}
-
-// CompanionHooks returns the hooks for a server's 2026-07-28 process: like
-// UpstreamHooks, except that its list changes re-list that process.
-func (g *Gateway) CompanionHooks(name string) Hooks {
-	h := g.UpstreamHooks(name)
-	inner := h.OnNotification
-	h.OnNotification = func(method string, params json.RawMessage) {
-		srv := g.Router.server(name)
-		if srv == nil {
-			return
-		}
-		var ks []*listKind
-		switch method {
-		case "notifications/tools/list_changed":
-			ks = []*listKind{kindTools}
-		case "notifications/prompts/list_changed":
-			ks = []*listKind{kindPrompts}
-		case "notifications/resources/list_changed":
-			ks = []*listKind{kindResources, kindTemplates}
-		default:
-			inner(method, params)
-			return
-		}
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
-			defer cancel()
-			g.Router.observeRelist(srv, ks)
-			if err := g.Router.listCompanion(ctx, srv, ks...); err != nil {
-				g.Router.log.Warn("re-listing the 2026-07-28 process failed", "server", name, "err", err)
-				return
-			}
-			g.Router.rebuild(ks...)
-		}()
-	}
-	return h
-}
-
-// serverNotification routes a notification from a server. It runs on the
-// upstream's reader, so it never waits for a client.
-func (g *Gateway) serverNotification(srv *server, method string, params json.RawMessage) {
-	r := g.Router
-	switch method {
-	case "notifications/progress":
-		tok, _ := wire.GetString(params, "progressToken")
-		v, ok := g.progress.Load(tok)
-		if !ok {
-			return
-		}
-		c := v.(*call)
-		params, err := wire.Set(params, "progressToken", c.progressToken)
-		if err != nil {
-			return
-		}
-		params = g.traceBack(c, params)
-		_ = c.stream.Send(wire.AppendNotification(nil, method, params))
-	case "notifications/message":
-		g.logMessage(srv, params)
-	case "notifications/tools/list_changed":
-		r.relist(srv, kindTools)
-	case "notifications/prompts/list_changed":
-		r.relist(srv, kindPrompts)
-	case "notifications/resources/list_changed":
-		r.relist(srv, kindResources, kindTemplates)
-	case "notifications/resources/updated":
-		uri, _ := wire.GetString(params, "uri")
-		msg := wire.AppendNotification(nil, method, params)
-		for _, s := range g.subscribers(uri) {
-			s.send(msg)
-		}
-	default:
-		r.log.Debug("notification from a server dropped", "server", srv.name, "method", method)
-	}
 }
 
 // callerOf returns the one client call in flight on srv that a message from
@@ -348,7 +250,7 @@ func (g *Gateway) targetOf(srv *server, method string) (*call, *Session, error) 
 		return c, c.sess, nil
 	}
 	var only *Session
-	for _, s := range g.sessionList() {
+	for _, s := range g.clients.list() {
 		if s.stateless {
 			continue
 		}
@@ -501,7 +403,7 @@ func (g *Gateway) logMessage(srv *server, params json.RawMessage) {
 		}
 		return
 	}
-	for _, s := range g.sessionList() {
+	for _, s := range g.clients.list() {
 		if s.wants(li) {
 			s.send(msg)
 		}

@@ -90,7 +90,7 @@ func (g *Gateway) listView(k *listKind) *view {
 	// A changed base was announced by the router; a changed guard is announced here.
 	if slot.CompareAndSwap(old, &guardedView{base: base, version: ver, v: v}) &&
 		old != nil && old.base == base && old.version != ver && !v.sameAs(old.v) {
-		g.listChanged(k)
+		g.clients.listChanged(k)
 	}
 	return v
 }

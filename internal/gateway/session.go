@@ -37,8 +37,8 @@ type Gateway struct {
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
 
+	clients     clients // the clients with a queue
 	mu          sync.Mutex
-	sessions    map[*Session]struct{}
 	subs        map[string]map[*Session]struct{} // resource URI → subscribed sessions
 	serverLevel int                              // log level asked of the servers; -1: none yet
 
@@ -50,9 +50,9 @@ type Gateway struct {
 // New returns a gateway serving the router's merged view. Build upstreams
 // with its UpstreamHooks, Add them to the router, then Start the router.
 func New(r *Router, info Info) *Gateway {
-	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}, subs: map[string]map[*Session]struct{}{},
+	g := &Gateway{Router: r, Info: info, subs: map[string]map[*Session]struct{}{},
 		serverLevel: -1, closing: make(chan struct{})}
-	r.gw = g
+	r.clients = &g.clients
 	return g
 }
 
@@ -68,7 +68,7 @@ func (g *Gateway) Closing() <-chan struct{} { return g.closing }
 // Close drains and ends every session (cancelling what is still in flight).
 func (g *Gateway) Close() {
 	g.Drain()
-	for _, s := range g.sessionList() {
+	for _, s := range g.clients.list() {
 		s.Close()
 	}
 }
@@ -127,9 +127,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
 		g := s.gw
-		g.mu.Lock()
-		delete(g.sessions, s)
-		g.mu.Unlock()
+		g.clients.remove(s)
 		s.mu.Lock()
 		calls := make([]*call, 0, len(s.calls))
 		for _, c := range s.calls {
@@ -172,24 +170,6 @@ func (s *Session) hasCapability(name string) bool {
 	return v != nil && string(v) != "null"
 }
 
-// listChanged tells every session that a merged list changed.
-func (g *Gateway) listChanged(k *listKind) {
-	msg := wire.AppendNotification(nil, k.changed, nil)
-	for _, s := range g.sessionList() {
-		s.send(msg)
-	}
-}
-
-func (g *Gateway) sessionList() []*Session {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]*Session, 0, len(g.sessions))
-	for s := range g.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
 // Initialize answers an initialize request and returns the new session.
 func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage, *wire.Error) {
 	var p struct {
@@ -209,9 +189,7 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 		out: make(chan []byte, outboxSize), done: make(chan struct{}),
 		calls: map[string]*call{}, logLevel: -1, // outgoing and subs are made when first needed
 	}
-	g.mu.Lock()
-	g.sessions[s] = struct{}{}
-	g.mu.Unlock()
+	g.clients.add(s)
 	res := initializeResult{
 		ProtocolVersion: version,
 		Capabilities:    g.Router.capabilities(),
