@@ -140,7 +140,7 @@ func (r *Router) Tools(server string) []json.RawMessage {
 }
 
 // builtinUpstream stands for the gateway's own tools where the router
-// expects an upstream: it lists them; calls never reach it (callNamed runs
+// expects an upstream: it lists them; calls never reach it (forward runs
 // them).
 type builtinUpstream struct{ defs []json.RawMessage }
 

@@ -21,8 +21,8 @@ import (
 //
 //	go test -count=1 -v -run TestCallPathFiles ./internal/gateway/
 //
-// to print each era's sequence (issue 18: one call should enter each file
-// once).
+// to print each era's sequence. One call enters each file once (issue 18);
+// the test fails when a file is entered again.
 
 // pathRecorder is an upstream whose Call records the gateway's frames.
 type pathRecorder struct {
@@ -111,6 +111,13 @@ func TestCallPathFiles(t *testing.T) {
 		t.Logf("%s entries:    %s", era.name, entries(era.files))
 		if len(era.files) == 0 {
 			t.Errorf("%s: no gateway frame recorded", era.name)
+		}
+		seen := map[string]bool{}
+		for _, f := range era.files {
+			if seen[f] {
+				t.Errorf("%s: the call path enters %s more than once: one concern per file, each entered once (see doc.go)", era.name, f)
+			}
+			seen[f] = true
 		}
 	}
 }

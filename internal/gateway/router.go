@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-// Upstream is one MCP server as the router sees it. The stdio upstream
-// (and later the HTTP ones) implement it.
+// Upstream is one MCP server as the router sees it. internal/upstream's
+// stdio and HTTP upstreams implement it.
 type Upstream interface {
 	Name() string
 	// Start connects (spawns, initializes) the server.
