@@ -16,6 +16,28 @@ func isInputRequired(result json.RawMessage) bool {
 	return t == "input_required"
 }
 
+// callAcrossEras sends a call to up, bridging the eras when the client's
+// and the upstream's differ: the request's _meta is adapted (bridgeMeta),
+// and a 2026-07-28 server's input-required result for a session-era client
+// is answered by asking the client the old way, then retried with its
+// answers. giveUp is the client's error when the server asks too often.
+func (s *Session) callAcrossEras(ctx context.Context, c *call, up Upstream, method string, params json.RawMessage) (resp *wire.Response, giveUp *wire.Error, err error) {
+	statelessServer := isStateless(up)
+	params = s.bridgeMeta(params, statelessServer)
+	resp, err = up.Call(ctx, method, params)
+	for round := 0; err == nil && statelessServer && !s.stateless && isInputRequired(resp.Result); round++ {
+		if round == maxInputRounds {
+			return nil, wire.Errorf(wire.CodeInternalError, "mcp server %q asked for input %d times in a row; giving up", c.server.name, round), nil
+		}
+		var retry json.RawMessage
+		if retry, err = s.fulfil(ctx, c, params, resp.Result); err != nil {
+			break
+		}
+		resp, err = up.Call(ctx, method, retry)
+	}
+	return resp, nil, err
+}
+
 // bridgeMeta adapts a request's _meta to the era of the upstream it goes
 // to, when the client's differs.
 func (s *Session) bridgeMeta(params json.RawMessage, statelessServer bool) json.RawMessage {

@@ -64,21 +64,10 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 		}
 		return failure(m, err)
 	}
-	statelessServer := isStateless(up)
-	params = s.bridgeMeta(params, statelessServer)
 	began := time.Now()
-	resp, err := up.Call(ctx, m.Method, params)
-	for round := 0; err == nil && statelessServer && !s.stateless && isInputRequired(resp.Result); round++ {
-		// A 2026-07-28 server asks a session-era client for input: ask the
-		// client the old way, then retry with its answers.
-		if round == maxInputRounds {
-			return errorReply(wire.Errorf(wire.CodeInternalError, "mcp server %q asked for input %d times in a row; giving up", srv.name, round))
-		}
-		var retry json.RawMessage
-		if retry, err = s.fulfil(ctx, c, params, resp.Result); err != nil {
-			break
-		}
-		resp, err = up.Call(ctx, m.Method, retry)
+	resp, giveUp, err := s.callAcrossEras(ctx, c, up, m.Method, params)
+	if giveUp != nil {
+		return errorReply(giveUp)
 	}
 	if end != nil {
 		end.Upstream, end.Err, end.Timeout = time.Since(began), err, err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)

@@ -34,10 +34,12 @@
 //   - observe.go: the one point where the [Observer] (metrics, traces, the
 //     call log: internal/telemetry) sees every forwarded call start and end;
 //   - calls.go: forwarding itself: the call's timeout, progress token,
-//     tracking, the upstream it goes to, the upstream's Call.
+//     tracking, the upstream it goes to;
+//   - bridge.go: the upstream's Call, bridging the eras when the client's
+//     and the upstream's differ (_meta; a 2026-07-28 server's input
+//     requests asked of a session-era client).
 //
-// Beside the path: bridge.go (a call between eras: _meta, input requests
-// of a 2026-07-28 server asked of a session-era client), notify.go (what
+// Beside the path: notify.go (what
 // servers send unprompted, re-listing), requests.go (a server's requests
 // to a client), logging.go, subscribe.go, perclient.go (a client's own
 // upstream sessions), listen.go (subscriptions/listen), builtin.go (the
