@@ -70,6 +70,8 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 		o.Logger = slog.Default()
 	}
 	router := gw.Router
+	// The upstreams are built with these hooks; the router's Add below
+	// binds them to the server it registers.
 	hooks := gw.UpstreamHooks(s.Name)
 	switch {
 	case s.Kind == mcpconfig.KindRemote:

@@ -103,10 +103,19 @@ func TestCallPathFiles(t *testing.T) {
 	}
 	stateless := slices.Clone(rec.files)
 
+	// A 2026-07-28 client a server may ask for input: its call runs on a
+	// goroutine of its own (input.go), whose frames start there.
+	m.Params = json.RawMessage(`{"name":"echo","arguments":{},"_meta":{"` + MetaProtocolVersion + `":"` + StatelessVersion +
+		`","` + MetaClientInfo + `":{"name":"c","version":"1"},"` + MetaClientCapabilities + `":{"elicitation":{}}}}`)
+	if r := g.HandleStateless(context.Background(), m, nil); r.Error != nil {
+		t.Fatal(string(r.Error))
+	}
+	background := slices.Clone(rec.files)
+
 	for _, era := range []struct {
 		name  string
 		files []string
-	}{{"2025-11-25", session}, {StatelessVersion, stateless}} {
+	}{{"2025-11-25", session}, {StatelessVersion, stateless}, {StatelessVersion + " (asked for input, on its own goroutine)", background}} {
 		t.Logf("%s tools/call: %s", era.name, strings.Join(era.files, " → "))
 		t.Logf("%s entries:    %s", era.name, entries(era.files))
 		if len(era.files) == 0 {
