@@ -30,8 +30,8 @@ type Gateway struct {
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
 
-	clients     clients // the clients with a queue
-	mu          sync.Mutex
+	clients     clients                          // the clients with a queue
+	mu          sync.Mutex                       // guards subs and serverLevel
 	subs        map[string]map[*Session]struct{} // resource URI → subscribed sessions
 	serverLevel int                              // log level asked of the servers; -1: none yet
 
