@@ -70,6 +70,8 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 		o.Logger = slog.Default()
 	}
 	router := gw.Router
+	// The upstreams are built with these hooks; the router's Add below
+	// binds them to the server it registers.
 	hooks := gw.UpstreamHooks(s.Name)
 	switch {
 	case s.Kind == mcpconfig.KindRemote:
@@ -78,12 +80,12 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 		// A process per client session (and one of the gateway's own, for
 		// listing and for 2026-07-28 clients), so a server's requests to
 		// its client always have exactly one client to go to.
-		router.AddPerClient(newClientStdio(s, o, hooks, SharedClientCapabilities), func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
+		router.AddPerClient(newClientStdio(s, o, hooks, SharedClientCapabilities), hooks, func(caps json.RawMessage, h gateway.Hooks) gateway.Upstream {
 			return newClientStdio(s, o, h, caps)
 		})
 	default:
-		companionHooks := gw.CompanionHooks(s.Name)
-		router.AddDualEra(newStdio(s, o, hooks, false), func() gateway.Upstream {
+		companionHooks := gw.CompanionHooks(hooks)
+		router.AddDualEra(newStdio(s, o, hooks, false), hooks, func() gateway.Upstream {
 			return newStdio(s, o, companionHooks, true)
 		})
 	}
@@ -166,7 +168,7 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 		opts.Capabilities, opts.OnNotification, opts.OnRequest = caps, h.OnNotification, h.OnRequest
 		return &remoteUpstream{swappable: swappable{name: s.Name}, spec: s, lookup: lookup, opts: opts}
 	}
-	router.AddPerClient(mk(SharedClientCapabilities, hooks), mk)
+	router.AddPerClient(mk(SharedClientCapabilities, hooks), hooks, mk)
 }
 
 // remoteUpstream is a remote server's upstream session; its headers are

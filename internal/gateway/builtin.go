@@ -140,7 +140,7 @@ func (r *Router) Tools(server string) []json.RawMessage {
 }
 
 // builtinUpstream stands for the gateway's own tools where the router
-// expects an upstream: it lists them; calls never reach it (callNamed runs
+// expects an upstream: it lists them; calls never reach it (forward runs
 // them).
 type builtinUpstream struct{ defs []json.RawMessage }
 
@@ -161,21 +161,4 @@ func (b *builtinUpstream) Call(ctx context.Context, method string, params json.R
 	}
 	list, _ := json.Marshal(map[string]any{"tools": b.defs})
 	return &wire.Response{Result: list}, nil
-}
-
-// dropServer closes every session's own upstream session of a removed server.
-func (g *Gateway) dropServer(srv *server) []error {
-	var errs []error
-	for _, s := range g.sessionList() {
-		s.mu.Lock()
-		up := s.ups[srv]
-		delete(s.ups, srv)
-		s.mu.Unlock()
-		if up != nil {
-			if err := up.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("mcp server %q (a client's session): %w", srv.name, err))
-			}
-		}
-	}
-	return errs
 }

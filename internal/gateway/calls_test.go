@@ -255,7 +255,7 @@ func TestProgressTokens(t *testing.T) {
 			var serverToken json.RawMessage
 			f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
 			g := gatewayWith(t, RouterOptions{}, f)
-			hooks := g.UpstreamHooks("a")
+			hooks := hooksOf(g, "a")
 			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 				serverToken = wire.Get(wire.Get(params, "_meta"), "progressToken")
 				if serverToken != nil {
@@ -417,7 +417,7 @@ func TestServerRequestRouting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("ask"), tool("wait")}}}
 			g := gatewayWith(t, RouterOptions{}, f)
-			hooks := g.UpstreamHooks("a")
+			hooks := hooksOf(g, "a")
 			waiting, release := make(chan struct{}), make(chan struct{})
 			f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 				if name, _ := wire.GetString(params, "name"); name == "wait" {
@@ -501,7 +501,7 @@ func TestServerRequestWithoutACall(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			res, werr := g.UpstreamHooks("a").OnRequest(ctx, tt.method, json.RawMessage(`{}`))
+			res, werr := hooksOf(g, "a").OnRequest(ctx, tt.method, json.RawMessage(`{}`))
 			if tt.want >= 0 {
 				if werr != nil || string(res) != fmt.Sprintf(`{"client":%d}`, tt.want) {
 					t.Errorf("answer %s, error %v; want client %d's", res, werr, tt.want)
@@ -521,7 +521,7 @@ func TestServerRequestWithoutACall(t *testing.T) {
 func TestLogMessageRouting(t *testing.T) {
 	f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}}
 	g := gatewayWith(t, RouterOptions{}, f)
-	hooks := g.UpstreamHooks("a")
+	hooks := hooksOf(g, "a")
 	debugClient, errorClient, unset := sessionWith(t, g, `{}`), sessionWith(t, g, `{}`), sessionWith(t, g, `{}`)
 	for _, c := range []struct {
 		s     *Session
@@ -592,7 +592,7 @@ func TestSubscriptions(t *testing.T) {
 	if got := f.requests(); !slices.Equal(got, []string{"resources/subscribe " + sub}) {
 		t.Errorf("after two subscribers the server saw %v, want one subscribe", got)
 	}
-	g.UpstreamHooks("a").OnNotification("notifications/resources/updated", json.RawMessage(sub))
+	hooksOf(g, "a").OnNotification("notifications/resources/updated", json.RawMessage(sub))
 	want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":` + sub + `}`
 	for name, s := range map[string]*Session{"s1": s1, "s2": s2} {
 		select {

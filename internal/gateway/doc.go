@@ -8,13 +8,43 @@
 // name rewritten, so definitions and results pass through unchanged.
 //
 // A [Session] is what the gateway knows about one downstream client: its
-// negotiated protocol version, capabilities and identity. The front creates one
-// per session-era (2025-11-25 and earlier) HTTP session and hands it every message
-// of that client; it knows nothing of upstreams.
+// protocol version, capabilities and identity. The front creates one per
+// session-era (2025-11-25 and earlier) HTTP session and hands it every message
+// of that client; a 2026-07-28 request gets one of its own
+// ([Gateway.HandleStateless]). It knows nothing of upstreams.
 //
-// Every request forwarded to a server passes one point, forwardObserved, where
-// the Gateway's [Observer] (metrics, traces, the call log: internal/telemetry)
-// sees it start and end.
+// Data flows one way. The router holds no pointer to the gateway: what it
+// changes on its own (a merged list, a removed server) goes to the clients'
+// set, a sink of two methods. What a server sends unprompted enters through
+// the [Hooks] its upstream was built with, which hold that server (bound when
+// it is added), and leaves for the clients through the sinks in clients.go:
+// the [Stream] of the request it belongs to, else the client's queue.
+//
+// One concern per file. A tools/call enters each of these once, in this order
+// (TestCallPathFiles prints the sequence):
+//
+//   - stateless.go: the 2026-07-28 era's entry (HandleStateless, discover,
+//     the caching hints), for that era's requests only;
+//   - session.go: what a client's session is, and the dispatch of its
+//     requests to the item and server they name;
+//   - guard.go: the Guard (policy, audit) admits or refuses the call;
+//   - input.go: how an admitted call runs, at once or, for a 2026-07-28
+//     client a server may ask for input, in the background (multi round-trip
+//     requests);
+//   - observe.go: the one point where the [Observer] (metrics, traces, the
+//     call log: internal/telemetry) sees every forwarded call start and end;
+//   - calls.go: forwarding itself: the call's timeout, progress token,
+//     tracking, the upstream it goes to;
+//   - bridge.go: the upstream's Call, bridging the eras when the client's
+//     and the upstream's differ (_meta; a 2026-07-28 server's input
+//     requests asked of a session-era client).
+//
+// Beside the path: notify.go (what
+// servers send unprompted, re-listing), requests.go (a server's requests
+// to a client), logging.go, subscribe.go, perclient.go (a client's own
+// upstream sessions), listen.go (subscriptions/listen), builtin.go (the
+// gateway's own tools), router.go, view.go and naming.go (the merged lists),
+// clients.go (the clients' set and streams), gateway.go (the Gateway).
 //
 // The gateway speaks its own vocabulary: a server is anything with the
 // [Upstream] method set, its answers are [wire.Response] and the failures it

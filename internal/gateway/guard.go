@@ -90,7 +90,7 @@ func (g *Gateway) listView(k *listKind) *view {
 	// A changed base was announced by the router; a changed guard is announced here.
 	if slot.CompareAndSwap(old, &guardedView{base: base, version: ver, v: v}) &&
 		old != nil && old.base == base && old.version != ver && !v.sameAs(old.v) {
-		g.listChanged(k)
+		g.clients.listChanged(k)
 	}
 	return v
 }
@@ -160,11 +160,12 @@ func (g *Gateway) GuardChanged() {
 	}
 }
 
-// guarded runs a call through the guard: refused, or run and reported.
-func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, run func(context.Context, Stream) Reply) Reply {
+// guarded runs a call through the guard: refused, or forwarded along rt
+// and reported.
+func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, rt route) Reply {
 	guard := s.gw.Guard
 	if guard == nil {
-		return run(ctx, stream)
+		return s.forward(ctx, m, stream, rt)
 	}
 	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Stateless: s.stateless}
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
@@ -172,7 +173,7 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	}
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
 	if s.stateless && canElicit && mayAsk(guard) {
-		return s.guardedStateless(ctx, m, stream, c, run)
+		return s.guardedStateless(ctx, m, stream, c, rt)
 	}
 	if !s.stateless && canElicit {
 		c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -187,7 +188,7 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if werr != nil {
 		return s.denied(ctx, m, gi, werr)
 	}
-	reply := run(ctx, stream)
+	reply := s.forward(ctx, m, stream, rt)
 	if done != nil {
 		done(reply)
 	}
@@ -222,9 +223,9 @@ func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem,
 // each value the server proposes is decided the same way and the values a
 // use with them would be denied are left out: a client must not learn
 // through completions a value it could not use.
-func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, gi GuardItem, run func() Reply) Reply {
+func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, rt route) Reply {
 	if s.gw.Guard == nil {
-		return run()
+		return s.forward(ctx, m, stream, rt)
 	}
 	args := map[string]any{}
 	if raw := wire.Get(wire.Get(m.Params, "context"), "arguments"); raw != nil {
@@ -234,7 +235,7 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, gi Gua
 	value, _ := wire.GetString(wire.Get(m.Params, "argument"), "value")
 	args[name] = value
 	b, _ := json.Marshal(args)
-	reply := s.guardedRef(ctx, m, gi, b, run)
+	reply := s.guardedRef(ctx, m, gi, b, func() Reply { return s.forward(ctx, m, stream, rt) })
 	q, ok := s.gw.Guard.(interface{ Permits(c *GuardCall) bool })
 	if reply.Result == nil || !ok {
 		return reply
@@ -300,7 +301,7 @@ func mayAsk(g Guard) bool {
 // its question goes back as an input-required result, and the client's
 // retry with the answer continues the call, as with a server's own
 // questions (see forwardStateless).
-func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, run func(context.Context, Stream) Reply) Reply {
+func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream Stream, c *GuardCall, rt route) Reply {
 	g := s.gw
 	events := make(chan callEvent, 4)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
@@ -329,7 +330,7 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 		if werr != nil {
 			reply = s.denied(callCtx, m, c.GuardItem, werr)
 		} else {
-			reply = run(callCtx, sw)
+			reply = s.forward(callCtx, m, sw, rt)
 			if done != nil {
 				done(reply)
 			}

@@ -29,9 +29,7 @@ func (g *Gateway) Listen(ctx context.Context, m *wire.Message, stream Stream) Re
 	}
 	s := g.statelessSession(m.Params)
 	s.out = make(chan []byte, outboxSize)
-	g.mu.Lock()
-	g.sessions[s] = struct{}{}
-	g.mu.Unlock()
+	g.clients.add(s)
 	defer s.Close()
 
 	agreed := want

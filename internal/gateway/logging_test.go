@@ -38,7 +38,8 @@ func addRemoteServer(g *Gateway, name, url string) {
 		return upstream.NewHTTP(upstream.HTTPOptions{Name: name, URL: url, Capabilities: caps,
 			OnNotification: h.OnNotification, OnRequest: h.OnRequest})
 	}
-	g.Router.AddPerClient(mk(json.RawMessage(`{}`), g.UpstreamHooks(name)), mk)
+	h := g.UpstreamHooks(name)
+	g.Router.AddPerClient(mk(json.RawMessage(`{}`), h), h, mk)
 }
 
 // streamRecorder is a Stream safe for an upstream's reader goroutine.

@@ -80,11 +80,11 @@ func (g *Gateway) traceBack(c *call, params json.RawMessage) json.RawMessage {
 }
 
 // observeRelist tells the Observer of a re-fetch of a server's lists.
-func (r *Router) observeRelist(s *server, ks []*listKind) {
-	if r.gw == nil || r.gw.Observer == nil {
+func (g *Gateway) observeRelist(s *server, ks []*listKind) {
+	if g.Observer == nil {
 		return
 	}
 	for _, k := range ks {
-		r.gw.Observer.ListRefetched(s.name, k.method)
+		g.Observer.ListRefetched(s.name, k.method)
 	}
 }

@@ -134,7 +134,7 @@ func TestObserverTraceBack(t *testing.T) {
 	f := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
 	g := gatewayWith(t, RouterOptions{}, f)
 	g.Observer = &recordingObserver{}
-	hooks := g.UpstreamHooks("a")
+	hooks := hooksOf(g, "a")
 	var sampled json.RawMessage
 	f.handle = func(ctx context.Context, _ string, params json.RawMessage) (*wire.Response, error) {
 		token := wire.Get(wire.Get(params, "_meta"), "progressToken")

@@ -34,7 +34,7 @@ func TestPerClientStartedAfterSessionEnds(t *testing.T) {
 	g := New(r, Info{})
 	own := &blockingStart{fakeUpstream: &fakeUpstream{name: "pc", tools: []string{tool("work")}},
 		started: make(chan struct{}), release: make(chan struct{})}
-	r.AddPerClient(&fakeUpstream{name: "pc", tools: []string{tool("work")}}, func(json.RawMessage, Hooks) Upstream { return own })
+	r.AddPerClient(&fakeUpstream{name: "pc", tools: []string{tool("work")}}, Hooks{}, func(json.RawMessage, Hooks) Upstream { return own })
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestListChangeDuringRelistIsNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSession(t, g)
-	hooks := g.UpstreamHooks("a")
+	hooks := hooksOf(g, "a")
 
 	hold, enter := make(chan struct{}), make(chan struct{}, 4)
 	f.mu.Lock()

@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-// Upstream is one MCP server as the router sees it. The stdio upstream
-// (and later the HTTP ones) implement it.
+// Upstream is one MCP server as the router sees it. internal/upstream's
+// stdio and HTTP upstreams implement it.
 type Upstream interface {
 	Name() string
 	// Start connects (spawns, initializes) the server.
@@ -72,7 +72,9 @@ type Router struct {
 	// removed, so readers take it without a lock.
 	servers   atomic.Pointer[[]*server]
 	serversMu sync.Mutex // serializes changes of the set
-	gw        *Gateway   // set by New; receives what servers send unprompted
+	// clients is where the router's own changes reach the clients (set by
+	// New); nil: nobody is told. The router holds no pointer to the gateway.
+	clients clientSink
 
 	rebuildMu sync.Mutex
 	views     [4]atomic.Pointer[view] // by listKind.index
@@ -126,6 +128,14 @@ type server struct {
 	newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream
 
 	callTimeout time.Duration // this server's own; 0: RouterOptions.CallTimeout
+}
+
+// clientSink is what the router tells the gateway's clients, through their
+// queues: a merged list changed, a server was removed (their own sessions
+// of it close). The gateway's client set implements it.
+type clientSink interface {
+	listChanged(k *listKind)
+	serverRemoved(s *server) []error
 }
 
 // NewRouter returns a router with no servers.
@@ -223,8 +233,8 @@ func (r *Router) Remove(name string) error {
 	r.rebuildMu.Unlock()
 	r.rebuild(kinds...)
 	var errs []error
-	if r.gw != nil {
-		errs = append(errs, r.gw.dropServer(s)...)
+	if r.clients != nil {
+		errs = append(errs, r.clients.serverRemoved(s)...)
 	}
 	errs = append(errs, s.close()...)
 	return errors.Join(errs...)
@@ -249,10 +259,13 @@ func (s *server) close() []error {
 
 // AddDualEra registers an upstream like Add, with a way to make a companion
 // upstream for 2026-07-28 clients: newStateless must return one that fails to
-// start (wire.ErrNotStateless) unless its server speaks that era.
-func (r *Router) AddDualEra(up Upstream, newStateless func() Upstream) {
+// start (wire.ErrNotStateless) unless its server speaks that era. hooks are
+// the ones up (and the companion, through CompanionHooks) was built with:
+// from now on they route to this server.
+func (r *Router) AddDualEra(up Upstream, hooks Hooks, newStateless func() Upstream) {
 	s := newServer(up)
 	s.newStateless = newStateless
+	hooks.bind(s)
 	r.add(s)
 }
 
@@ -260,10 +273,12 @@ func (r *Router) AddDualEra(up Upstream, newStateless func() Upstream) {
 // remote one): up is the gateway's own session, for listing and for
 // 2026-07-28 clients; each session-era client gets its own from newPerClient,
 // on its first call, offered that client's capabilities, its server-to-client
-// requests and messages going to that client alone.
-func (r *Router) AddPerClient(up Upstream, newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream) {
+// requests and messages going to that client alone. hooks are the ones up
+// was built with: from now on they route to this server.
+func (r *Router) AddPerClient(up Upstream, hooks Hooks, newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream) {
 	s := newServer(up)
 	s.newPerClient = newPerClient
+	hooks.bind(s)
 	r.add(s)
 }
 
@@ -620,7 +635,7 @@ func hasCapability(initResult json.RawMessage, name string) bool {
 }
 
 // rebuild recomputes the merged views of the given kinds from every
-// server's last listing, and tells sessions about each that changed.
+// server's last listing, and tells the clients about each that changed.
 func (r *Router) rebuild(ks ...*listKind) {
 	r.rebuildMu.Lock()
 	var changed []*listKind
@@ -645,69 +660,13 @@ func (r *Router) rebuild(ks ...*listKind) {
 		}
 	}
 	r.rebuildMu.Unlock()
-	if r.gw != nil {
+	if r.clients != nil {
 		for _, k := range changed {
 			if k == kindTemplates && slices.Contains(changed, kindResources) {
 				continue // one resources/list_changed covers both
 			}
-			r.gw.listChanged(k)
+			r.clients.listChanged(k)
 		}
-	}
-}
-
-// relist re-lists kinds of a server in the background; one re-listing at a
-// time per server. A change announced while one runs is not lost: each kind
-// is marked dirty, and the running re-listing goes on until no kind is, so
-// a prompts change that arrives during a tools re-listing is listed after it.
-func (r *Router) relist(s *server, ks ...*listKind) {
-	var bits uint32
-	for _, k := range ks {
-		bits |= 1 << k.index
-	}
-	s.dirty.Or(bits)
-	if !s.relisting.CompareAndSwap(false, true) {
-		return // the running re-listing sees the marks
-	}
-	go r.relistLoop(s)
-}
-
-// relistLoop re-lists the dirty kinds of a server until none is left.
-func (r *Router) relistLoop(s *server) {
-	for {
-		bits := s.dirty.Swap(0)
-		if bits == 0 {
-			s.relisting.Store(false)
-			// A mark set after the Swap whose relist saw this loop still
-			// running: take the turn back, or leave it to the one that did.
-			if s.dirty.Load() == 0 || !s.relisting.CompareAndSwap(false, true) {
-				return
-			}
-			continue
-		}
-		var ks []*listKind
-		for _, k := range kinds {
-			if bits&(1<<k.index) != 0 {
-				ks = append(ks, k)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
-		r.observeRelist(s, ks)
-		err := r.list(ctx, s, ks...)
-		cancel()
-		if err != nil {
-			r.log.Warn("re-listing failed", "server", s.name, "err", err)
-			continue
-		}
-		r.rebuild(ks...)
-	}
-}
-
-// relistIfRestarted re-lists a server whose process was restarted since it
-// was listed, since a new process may offer other tools.
-func (r *Router) relistIfRestarted(s *server) {
-	// No s.mu here: it is held while a listing waits on the server.
-	if s.up.Generation() != s.listedGen.Load() {
-		r.relist(s, kinds...)
 	}
 }
 

@@ -241,7 +241,7 @@ func TestProgressTokenIsMappedPerCall(t *testing.T) {
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hooks := g.UpstreamHooks("a")
+	hooks := hooksOf(g, "a")
 	s1, s2 := newSession(t, g), newSession(t, g)
 	rec1, rec2 := &recorder{}, &recorder{}
 	// Both clients use the token 7; the fake reports progress for whatever

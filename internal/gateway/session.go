@@ -2,13 +2,9 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -18,73 +14,9 @@ import (
 // newest first.
 var SessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// Info describes the gateway to clients.
-type Info struct {
-	Name, Version string
-}
-
-// Gateway is the merged MCP server that sessions talk to.
-type Gateway struct {
-	Router *Router
-	Info   Info
-	// Guard decides what the clients may see and call, and records it
-	// (policy, audit); nil: everything is allowed. Set it before serving.
-	Guard   Guard
-	guarded guardCache
-	// Observer, when set (before serving), watches every forwarded call.
-	Observer Observer
-
-	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
-	progress sync.Map      // gateway progress token → *call
-
-	mu          sync.Mutex
-	sessions    map[*Session]struct{}
-	subs        map[string]map[*Session]struct{} // resource URI → subscribed sessions
-	serverLevel int                              // log level asked of the servers; -1: none yet
-
-	multiRoundTripState multiRoundTripState
-	closing             chan struct{}
-	closeOnce           sync.Once
-}
-
-// New returns a gateway serving the router's merged view. Build upstreams
-// with its UpstreamHooks, Add them to the router, then Start the router.
-func New(r *Router, info Info) *Gateway {
-	g := &Gateway{Router: r, Info: info, sessions: map[*Session]struct{}{}, subs: map[string]map[*Session]struct{}{},
-		serverLevel: -1, closing: make(chan struct{})}
-	r.gw = g
-	return g
-}
-
-// Drain ends every subscriptions/listen stream gracefully, first step of a
-// shutdown: calls in flight go on.
-func (g *Gateway) Drain() {
-	g.closeOnce.Do(func() { close(g.closing) })
-}
-
-// Closing is closed once the gateway drains, for streams that must end then.
-func (g *Gateway) Closing() <-chan struct{} { return g.closing }
-
-// Close drains and ends every session (cancelling what is still in flight).
-func (g *Gateway) Close() {
-	g.Drain()
-	for _, s := range g.sessionList() {
-		s.Close()
-	}
-}
-
-// outboxSize bounds the server-initiated messages waiting for a client's
-// stream; beyond it a message is dropped.
-const outboxSize = 256
-
-// Stream carries the messages that belong to one client request and come
-// before its response: progress, log messages, requests to the client. The
-// front writes them on that request's own HTTP response.
-type Stream interface {
-	Send(msg []byte) error
-}
-
-// Session is one downstream client of the session era (2025-11-25 and earlier).
+// Session is one downstream client: of the session era (2025-11-25 and
+// earlier), one per initialized session, kept by the front; of the
+// 2026-07-28 era, one per request (statelessSession) or listen stream.
 type Session struct {
 	gw              *Gateway
 	protocolVersion string
@@ -127,9 +59,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
 		g := s.gw
-		g.mu.Lock()
-		delete(g.sessions, s)
-		g.mu.Unlock()
+		g.clients.remove(s)
 		s.mu.Lock()
 		calls := make([]*call, 0, len(s.calls))
 		for _, c := range s.calls {
@@ -172,22 +102,40 @@ func (s *Session) hasCapability(name string) bool {
 	return v != nil && string(v) != "null"
 }
 
-// listChanged tells every session that a merged list changed.
-func (g *Gateway) listChanged(k *listKind) {
-	msg := wire.AppendNotification(nil, k.changed, nil)
-	for _, s := range g.sessionList() {
-		s.send(msg)
+// lacks names the client capability a server request needs and the client
+// did not declare, or "" when it has it. An elicitation needs the mode it
+// uses ("form" when absent, which an empty elicitation capability implies).
+func (s *Session) lacks(method string, params json.RawMessage) string {
+	capability := clientCapabilityFor[method]
+	if !s.hasCapability(capability) {
+		return capability
 	}
+	if method != "elicitation/create" {
+		return ""
+	}
+	mode, _ := wire.GetString(params, "mode")
+	if mode == "" {
+		mode = "form"
+	}
+	declared := wire.Get(s.capabilities, "elicitation")
+	if wire.Get(declared, mode) != nil {
+		return ""
+	}
+	if mode == "form" && wire.Get(declared, "url") == nil {
+		return "" // {} is the form mode of clients before 2025-11-25
+	}
+	return "elicitation." + mode
 }
 
-func (g *Gateway) sessionList() []*Session {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]*Session, 0, len(g.sessions))
-	for s := range g.sessions {
-		out = append(out, s)
+// canBeAsked reports whether the client declared a capability a server
+// may ask it to use during a call (sampling, elicitation, roots).
+func (s *Session) canBeAsked() bool {
+	for _, c := range clientCapabilityFor {
+		if s.hasCapability(c) {
+			return true
+		}
 	}
-	return out
+	return false
 }
 
 // Initialize answers an initialize request and returns the new session.
@@ -209,9 +157,7 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 		out: make(chan []byte, outboxSize), done: make(chan struct{}),
 		calls: map[string]*call{}, logLevel: -1, // outgoing and subs are made when first needed
 	}
-	g.mu.Lock()
-	g.sessions[s] = struct{}{}
-	g.mu.Unlock()
+	g.clients.add(s)
 	res := initializeResult{
 		ProtocolVersion: version,
 		Capabilities:    g.Router.capabilities(),
@@ -225,28 +171,12 @@ func (g *Gateway) Initialize(params json.RawMessage) (*Session, json.RawMessage,
 	return s, b, nil
 }
 
-type serverInfo struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
-
 type initializeResult struct {
 	ProtocolVersion string         `json:"protocolVersion"`
 	Capabilities    map[string]any `json:"capabilities"`
 	ServerInfo      serverInfo     `json:"serverInfo"`
 	Instructions    string         `json:"instructions,omitempty"`
 }
-
-// Reply is the answer to one request: exactly one of Result and Error (a raw
-// JSON-RPC error object) is set.
-type Reply struct {
-	Result json.RawMessage
-	Error  json.RawMessage
-}
-
-func errorReply(e *wire.Error) Reply { return Reply{Error: e.Marshal()} }
-
-var emptyResult = Reply{Result: json.RawMessage(`{}`)}
 
 // Handle answers one request of the session's client. Messages that belong
 // to the request and come before its answer are written to stream.
@@ -271,9 +201,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		if srv == nil {
 			return errorReply(s.resourceNotFound(uri))
 		}
-		return s.guarded(ctx, m, stream, r.resourceItem(srv, uri), func(ctx context.Context, stream Stream) Reply {
-			return s.forward(ctx, m, stream, srv, m.Params)
-		})
+		return s.guarded(ctx, m, stream, r.resourceItem(srv, uri), route{srv: srv, params: m.Params})
 	case "resources/subscribe":
 		return s.gw.subscribe(ctx, s, m.Params, m, stream)
 	case "resources/unsubscribe":
@@ -302,8 +230,9 @@ func (s *Session) resourceNotFound(uri string) *wire.Error {
 	return &wire.Error{Code: code, Message: "Resource not found: " + uri, Data: data}
 }
 
-// callNamed forwards a request naming a tool or prompt to its server, under
-// the name the server knows it by.
+// callNamed routes a request naming a tool or prompt: to its server, under
+// the name the server knows it by, or to the gateway's own tool; the guard
+// decides it first.
 func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream, k *listKind, unknown string) Reply {
 	name, ok := wire.GetString(m.Params, "name")
 	if !ok {
@@ -316,24 +245,17 @@ func (s *Session) callNamed(ctx context.Context, m *wire.Message, stream Stream,
 		}
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, unknown, name))
 	}
-	return s.guarded(ctx, m, stream, guardItem(k, it), func(ctx context.Context, stream Stream) Reply {
-		return s.callItem(ctx, m, stream, it, name)
-	})
-}
-
-// callItem runs a call of a tool or prompt the guard admitted.
-func (s *Session) callItem(ctx context.Context, m *wire.Message, stream Stream, it *item, name string) Reply {
-	if it.server.builtin != nil {
-		return s.callBuiltin(ctx, m, stream, it)
-	}
-	params := m.Params
-	if it.original != name {
+	rt := route{srv: it.server, params: m.Params}
+	switch {
+	case it.server.builtin != nil:
+		rt.builtin = it
+	case it.original != name:
 		var err error
-		if params, err = wire.SetString(params, "name", it.original); err != nil {
+		if rt.params, err = wire.SetString(m.Params, "name", it.original); err != nil {
 			return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params: %v", m.Method, err))
 		}
 	}
-	return s.forward(ctx, m, stream, it.server, params)
+	return s.guarded(ctx, m, stream, guardItem(k, it), rt)
 }
 
 // complete routes completion/complete by the prompt or resource it names.
@@ -359,21 +281,15 @@ func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) 
 			}
 		}
 		// Decided like prompts/get of the prompt, with the arguments known so far.
-		return s.guardedCompletion(ctx, m, guardItem(kindPrompts, it), func() Reply {
-			return s.forward(ctx, m, stream, it.server, params)
-		})
+		return s.guardedCompletion(ctx, m, stream, guardItem(kindPrompts, it), route{srv: it.server, params: params})
 	case "ref/resource":
 		uri, _ := wire.GetString(ref, "uri")
 		// Decided like resources/read of the template (or resource).
 		if it := r.view(kindTemplates).byKey[uri]; it != nil {
-			return s.guardedCompletion(ctx, m, guardItem(kindTemplates, it), func() Reply {
-				return s.forward(ctx, m, stream, it.server, m.Params)
-			})
+			return s.guardedCompletion(ctx, m, stream, guardItem(kindTemplates, it), route{srv: it.server, params: m.Params})
 		}
 		if srv := r.resourceServer(uri); srv != nil {
-			return s.guardedCompletion(ctx, m, r.resourceItem(srv, uri), func() Reply {
-				return s.forward(ctx, m, stream, srv, m.Params)
-			})
+			return s.guardedCompletion(ctx, m, stream, r.resourceItem(srv, uri), route{srv: srv, params: m.Params})
 		}
 		return errorReply(s.resourceNotFound(uri))
 	}
@@ -411,22 +327,4 @@ func (s *Session) HandleResponse(m *wire.Message) {
 	if ch != nil {
 		ch <- m
 	}
-}
-
-// newID returns a gateway-unique id for progress tokens and requests:
-// prefix, a sequence number (unique by construction) and 130 random bits
-// from crypto/rand (unguessable: a server or client that could guess
-// another call's progress token or request id could send progress, or an
-// answer, in its name). Nothing parses it back; it is a map key.
-func (g *Gateway) newID(prefix string) string {
-	return prefix + strconv.FormatUint(g.nextID.Add(1), 10) + "-" + rand.Text()
-}
-
-// asWireError turns a routing or transport error into a JSON-RPC error.
-func asWireError(err error) *wire.Error {
-	var we *wire.Error
-	if errors.As(err, &we) {
-		return we
-	}
-	return &wire.Error{Code: wire.CodeInternalError, Message: err.Error()}
 }

@@ -80,7 +80,7 @@ func TestDualEraCompanion(t *testing.T) {
 	var made atomic.Int32
 	r := NewRouter(RouterOptions{})
 	g := New(r, Info{})
-	r.AddDualEra(primary, func() Upstream { made.Add(1); return companion })
+	r.AddDualEra(primary, Hooks{}, func() Upstream { made.Add(1); return companion })
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDualEraCompanion(t *testing.T) {
 	}
 
 	// The companion says its tools changed: its listing joins the view.
-	g.CompanionHooks("d").OnNotification("notifications/tools/list_changed", nil)
+	g.CompanionHooks(hooksOf(g, "d")).OnNotification("notifications/tools/list_changed", nil)
 	select {
 	case <-s.Outbox():
 	case <-time.After(10 * time.Second):
@@ -132,7 +132,7 @@ func TestSessionEraOnlyServerIsBridged(t *testing.T) {
 	var made atomic.Int32
 	r := NewRouter(RouterOptions{})
 	g := New(r, Info{})
-	r.AddDualEra(primary, func() Upstream { made.Add(1); return &sessionOnly{fakeUpstream{name: "d"}} })
+	r.AddDualEra(primary, Hooks{}, func() Upstream { made.Add(1); return &sessionOnly{fakeUpstream{name: "d"}} })
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
+)
+
+// How an admitted request runs: a built-in tool at once; a server's
+// request through the Observer (forwardObserved), on the request's own
+// goroutine, or, for a 2026-07-28 client a server may ask for input, in the
+// background, so that the call can outlive the request.
+//
+// Multi round-trip requests. A 2026-07-28 client cannot receive requests
+// from a server; when a session-era server asks for input during its call, the
+// gateway answers the client with an input-required result and keeps the
+// server's call waiting. The client's retry carries the answers and the
+// gateway's requestState, which names the waiting call and is signed, so it
+// cannot be forged, and is good for one retry only.
+
+// route is where an admitted request goes: one of the gateway's own tools,
+// or a server with the params it is sent (a tool or prompt under the name
+// the server knows it by).
+type route struct {
+	builtin *item // a built-in tool; nil for a server's request
+	srv     *server
+	params  json.RawMessage
+}
+
+// forward runs an admitted request on behalf of the session's client and
+// returns the answer: the server's unchanged.
+func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, rt route) Reply {
+	switch {
+	case rt.builtin != nil:
+		return s.callBuiltin(ctx, m, stream, rt.builtin)
+	case !s.stateless:
+		return s.forwardObserved(ctx, m, stream, rt.srv, rt.params)
+	case !s.canBeAsked():
+		return s.forwardStatelessDirect(ctx, m, stream, rt.srv, rt.params)
+	}
+	return s.forwardStateless(ctx, m, stream, rt.srv, rt.params)
+}
+
+// inputWait is a server call waiting for a 2026-07-28 client's input.
+type inputWait struct {
+	id      string
+	method  string
+	name    string // the tool or prompt, so a retry cannot move to another
+	events  chan callEvent
+	pending *inputRequest // the request the client must answer
+	expires *time.Timer
+	stream  *switchStream      // the call's messages go to the latest retry
+	cancel  context.CancelFunc // ends the call at its server
+}
+
+// inputRequest is one request of a server waiting for the client's answer.
+type inputRequest struct {
+	key    string
+	method string
+	params json.RawMessage
+	answer chan *wire.Message
+}
+
+// callEvent is what a server call running for a stateless client produces
+// next: its final reply, or a request for input.
+type callEvent struct {
+	reply Reply
+	input *inputRequest
+}
+
+const inputWaitTTL = 10 * time.Minute
+
+type multiRoundTripState struct {
+	once  sync.Once
+	key   []byte
+	mu    sync.Mutex
+	waits map[string]*inputWait
+}
+
+func (g *Gateway) multiRoundTrip() *multiRoundTripState {
+	g.multiRoundTripState.once.Do(func() {
+		g.multiRoundTripState.key = make([]byte, 32)
+		_, _ = rand.Read(g.multiRoundTripState.key)
+		g.multiRoundTripState.waits = map[string]*inputWait{}
+	})
+	return &g.multiRoundTripState
+}
+
+// statePrefix marks the requestStates the gateway issues itself.
+const statePrefix = "mcp-gateway:"
+
+func (st *multiRoundTripState) sign(id string) string {
+	mac := hmac.New(sha256.New, st.key)
+	mac.Write([]byte(id))
+	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(id)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (st *multiRoundTripState) verify(state string) (string, bool) {
+	idPart, macPart, ok := strings.Cut(state, ".")
+	if !ok {
+		return "", false
+	}
+	id, err1 := base64.RawURLEncoding.DecodeString(idPart)
+	got, err2 := base64.RawURLEncoding.DecodeString(macPart)
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	mac := hmac.New(sha256.New, st.key)
+	mac.Write(id)
+	return string(id), hmac.Equal(got, mac.Sum(nil))
+}
+
+// forwardStateless runs a server call for a stateless client in the background,
+// so that it can outlive this HTTP request while the client answers an
+// input request, and returns its first event. (forward runs the call of a
+// client that can be asked for nothing directly: forwardStatelessDirect.)
+func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	g := s.gw
+	events := make(chan callEvent, 4)
+	s.inputs = events
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
+	sw := &switchStream{cur: stream}
+	go func() {
+		defer cancel()
+		select { // nobody may be waiting any more: never block
+		case events <- callEvent{reply: s.forwardObserved(callCtx, m, sw, srv, params)}:
+		default:
+		}
+	}()
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
+	return g.await(ctx, w, cancel)
+}
+
+// waitName is what a waiting call's retry must name again: the tool or
+// prompt, or the resource read.
+func waitName(params json.RawMessage) string {
+	if name, ok := wire.GetString(params, "name"); ok {
+		return name
+	}
+	uri, _ := wire.GetString(params, "uri")
+	return uri
+}
+
+// forwardStatelessDirect runs a call on its request's goroutine: its client
+// can be asked for nothing, so the call never waits for input and never
+// outlives its request, and needs neither a goroutine of its own nor a
+// hand-off of its answer. A server's request to such a client ends the
+// call at once with the error failStateless gives, as on the other path.
+func (s *Session) forwardStatelessDirect(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage) Reply {
+	s.mu.Lock()
+	s.direct = true
+	s.mu.Unlock()
+	reply := s.forwardObserved(ctx, m, stream, srv, params)
+	s.mu.Lock()
+	failure := s.failure
+	s.mu.Unlock()
+	if failure != nil {
+		return errorReply(failure)
+	}
+	return reply
+}
+
+// await waits for the next event of a waiting call: a final reply ends it,
+// an input request is handed to the client as an input-required result.
+// A client that goes away ends the call.
+func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.CancelFunc) Reply {
+	select {
+	case ev := <-w.events:
+		if ev.input == nil {
+			cancel()
+			return ev.reply
+		}
+		w.pending = ev.input
+		if w.id == "" {
+			w.id = g.newID("gw-input-")
+		}
+		st := g.multiRoundTrip()
+		st.mu.Lock()
+		st.waits[w.id] = w
+		st.mu.Unlock()
+		w.expires = time.AfterFunc(inputWaitTTL, func() {
+			st.mu.Lock()
+			delete(st.waits, w.id)
+			st.mu.Unlock()
+			cancel()
+		})
+		res := map[string]any{
+			"resultType":    "input_required",
+			"inputRequests": map[string]any{ev.input.key: map[string]any{"method": ev.input.method, "params": ev.input.params}},
+			"requestState":  st.sign(w.id),
+		}
+		return Reply{Result: mustJSON(res)}
+	case <-ctx.Done():
+		cancel()
+		return errorReply(wire.Errorf(wire.CodeInternalError, "request cancelled: %v", ctx.Err()))
+	}
+}
+
+// resume continues a waiting call with the client's answer from a retry.
+func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, state string) Reply {
+	st := g.multiRoundTrip()
+	id, ok := st.verify(state)
+	if !ok {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "invalid requestState: it was not issued by this gateway or was altered"))
+	}
+	st.mu.Lock()
+	w := st.waits[id]
+	delete(st.waits, id)
+	st.mu.Unlock()
+	if w == nil {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState already used or expired: send the request again without it"))
+	}
+	w.expires.Stop()
+	name := waitName(m.Params)
+	if m.Method != w.method || name != w.name {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState belongs to %s %q, not %s %q", w.method, w.name, m.Method, name))
+	}
+	answer := wire.Get(wire.Get(m.Params, "inputResponses"), w.pending.key)
+	if answer == nil {
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "inputResponses lacks %q, the answer the server is waiting for", w.pending.key))
+	}
+	w.stream.set(stream)
+	w.pending.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answer}
+	return g.await(ctx, w, w.cancel)
+}
+
+// askStateless turns a server's request to a stateless client into an input
+// request of the call in flight, and waits for the client's answer.
+func (s *Session) askStateless(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+	in := &inputRequest{key: s.gw.newID("input-"), method: method, params: params, answer: make(chan *wire.Message, 1)}
+	select {
+	case s.inputs <- callEvent{input: in}:
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: %v", method, ctx.Err())
+	}
+	select {
+	case resp := <-in.answer:
+		if resp.Error != nil {
+			return nil, wire.DecodeError(resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, ctx.Err())
+	}
+}
+
+// codeMissingRequiredClientCapabilities is the 2026-07-28 error for a
+// request that needs a client capability the client did not declare.
+const codeMissingRequiredClientCapabilities = -32021
+
+// failStateless ends the stateless client's request in flight with an error.
+func (s *Session) failStateless(e *wire.Error) {
+	s.mu.Lock()
+	if s.direct { // the call's own cancel ends it; forwardStatelessDirect answers e
+		s.failure = e
+		for _, c := range s.calls {
+			c.cancel()
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	select {
+	case s.inputs <- callEvent{reply: errorReply(e)}:
+	default:
+	}
+}
