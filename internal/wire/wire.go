@@ -4,6 +4,11 @@
 // is a result or an error); params, results and errors stay raw bytes, so what
 // the gateway does not change passes through unchanged. Writers append to a
 // caller's buffer, so a hot path can reuse one.
+//
+// It also holds what an upstream hands the gateway ([Response], and the
+// failure kinds the gateway acts on: [ErrStart], [ErrCredentials],
+// [ErrNotStateless]), so that the gateway and the upstreams share a
+// vocabulary without the gateway importing an upstream package.
 package wire
 
 import (
