@@ -110,8 +110,7 @@ func adminUsage(group string, cmds []adminCommand, missing bool, stdout, stderr 
 }
 
 // runAdminCommand parses one subcommand's flags and runs it against the
-// daemon of --state-dir.
-// group is "" for a command of its own (load, unload).
+// daemon of --state-dir; group is "" for a command of its own (load, unload).
 func runAdminCommand(group string, c adminCommand, args []string, stdout, stderr io.Writer) int {
 	name, synopsis := c.name, c.synopsis
 	if group != "" {
@@ -225,9 +224,8 @@ func printWarnings(w io.Writer, warnings []string) {
 
 // runLoad is `load SERVER --sandbox NAME` and `unload SERVER --sandbox NAME`.
 func runLoad(unload bool) func(args []string, stdout, stderr io.Writer) int {
-	cmd := loadCommand(unload)
 	return func(args []string, stdout, stderr io.Writer) int {
-		return runAdminCommand("", cmd, args, stdout, stderr)
+		return runAdminCommand("", loadCommand(unload), args, stdout, stderr)
 	}
 }
 

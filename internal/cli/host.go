@@ -177,7 +177,7 @@ func (d *hostDaemon) run() int {
 		return d.fail(err)
 	}
 	defer stopTelemetry()
-	h, err := host.Open(ctx, d.hostOptions(store, url, tel))
+	h, err := host.Open(ctx, d.options(store, url, tel))
 	if err != nil {
 		return d.fail(err)
 	}
@@ -212,9 +212,9 @@ func (f *hostFlags) endpointURL(ln net.Listener) string {
 	return fmt.Sprintf("http://%s/mcp", net.JoinHostPort(displayHost(f.addr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 }
 
-// hostOptions are the host's options: the flags, over store, with the
+// options are the host's options: the flags, over store, with the
 // telemetry tel.
-func (d *hostDaemon) hostOptions(store *registry.Store, url string, tel *telemetry.Telemetry) host.Options {
+func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.Telemetry) host.Options {
 	f := d.flags
 	guard := &netguard.Policy{AllowAll: f.allowAny, Logger: d.logger}
 	flags := gatewayFlags{maxResponseBytes: f.maxResponse}
