@@ -1,6 +1,15 @@
 // Package cli is the command line of mcp-gateway: subcommands, flags, exit
 // codes and messages. It wires the packages of the call path together
 // (front → session → router → upstream) and owns nothing of their logic.
+//
+// One file per command or group: launch.go (the launcher), serve.go,
+// stdio.go, host.go (the daemon), and the administration commands that
+// speak to the daemon's control socket: servercmd.go, secretcmd.go,
+// sandboxcmd.go, policycmd.go (with approval), auth.go, and load/unload in
+// admin.go. A group's runX only picks the subcommand; each subcommand is a
+// function returning its adminCommand (flags, action, output), and
+// admin.go runs it (runAdminCommand: parse, connect, report the exit code)
+// and holds the shared steps (listCommand, printTable, printJSON).
 package cli
 
 import (

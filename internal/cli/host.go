@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -14,13 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"golang.org/x/sys/unix"
 )
 
 // defaultHostPort is the host daemon's MCP port.
@@ -44,6 +46,38 @@ func defaultStateDir() string {
 	return ".mcp-gateway"
 }
 
+// hostFlags are the host daemon's flags.
+type hostFlags struct {
+	stateDir, addr, publicURL     string
+	port                          int
+	logLevel, logFile, toolPrefix string
+	allowAny                      bool
+	callTimeout, startTimeout     time.Duration
+	maxBody                       int64
+	maxResponse                   int
+	http                          httpFlags
+	governance                    governanceFlags
+	telemetry                     telemetryFlags
+}
+
+func (f *hostFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "`directory` of the registry, the secrets and the control socket (env "+stateDirEnv+")")
+	fs.StringVar(&f.addr, "host", "127.0.0.1", "`address` of the MCP endpoint (0.0.0.0 to let sandboxes on other machines in)")
+	fs.IntVar(&f.port, "port", defaultHostPort, "`port` of the MCP endpoint (0 picks a free one)")
+	fs.StringVar(&f.publicURL, "public-url", "", "the endpoint's `url` as sandboxes reach it, printed by sandbox create (default: http://<host>:<port>/mcp)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&f.logFile, "log-file", "", "append the daemon's log and its servers' stderr to `file` (mode 0600) instead of standard error, e.g. when started in the background")
+	fs.BoolVar(&f.allowAny, "allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included")
+	fs.DurationVar(&f.callTimeout, "call-timeout", 5*time.Minute, "how long a server may take to answer one call (0: no limit)")
+	fs.DurationVar(&f.startTimeout, "startup-timeout", 60*time.Second, "how long a server may take to start")
+	fs.StringVar(&f.toolPrefix, "tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
+	fs.Int64Var(&f.maxBody, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
+	fs.IntVar(&f.maxResponse, "max-response-bytes", 16<<20, "largest message accepted from a server")
+	f.http.register(fs)
+	f.governance.registerHost(fs)
+	f.telemetry.registerHost(fs)
+}
+
 func runHost(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("host", "mcp-gateway host [flags]",
 		`Run the host daemon: one MCP endpoint for many sandboxes, each with its own token
@@ -51,24 +85,8 @@ and its own servers, administered with 'mcp-gateway server|secret|sandbox|load|u
 over a Unix socket in the state directory (owner only). Registrations, secrets
 (encrypted) and attachments live in the state directory and survive restarts.
 Stops on SIGTERM or SIGINT.`, stderr)
-	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the registry, the secrets and the control socket (env "+stateDirEnv+")")
-	addr := fs.String("host", "127.0.0.1", "`address` of the MCP endpoint (0.0.0.0 to let sandboxes on other machines in)")
-	port := fs.Int("port", defaultHostPort, "`port` of the MCP endpoint (0 picks a free one)")
-	publicURL := fs.String("public-url", "", "the endpoint's `url` as sandboxes reach it, printed by sandbox create (default: http://<host>:<port>/mcp)")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
-	logFile := fs.String("log-file", "", "append the daemon's log and its servers' stderr to `file` (mode 0600) instead of standard error, e.g. when started in the background")
-	allowAny := fs.Bool("allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included")
-	callTimeout := fs.Duration("call-timeout", 5*time.Minute, "how long a server may take to answer one call (0: no limit)")
-	startTimeout := fs.Duration("startup-timeout", 60*time.Second, "how long a server may take to start")
-	toolPrefix := fs.String("tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
-	maxBody := fs.Int64("max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
-	maxResponse := fs.Int("max-response-bytes", 16<<20, "largest message accepted from a server")
-	var hf httpFlags
-	hf.register(fs)
-	var gf governanceFlags
-	gf.registerHost(fs)
-	var tf telemetryFlags
-	tf.registerHost(fs)
+	var f hostFlags
+	f.register(fs)
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -77,123 +95,164 @@ Stops on SIGTERM or SIGINT.`, stderr)
 		return exitUsage
 	}
 	logW := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if f.logFile != "" {
+		file, err := os.OpenFile(f.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcp-gateway host: --log-file: %v\n", err)
 			return exitUsage
 		}
-		defer f.Close()
-		logW = f
+		defer file.Close()
+		logW = file
 	}
-	logOut := &syncWriter{w: logW}
-	logger, err := newLogger(logOut, *logLevel)
-	if err == nil {
-		err = hf.check()
-	}
-	if err == nil {
-		err = tf.check()
-	}
+	d, err := newHostDaemon(&f, logW, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
 		return exitUsage
 	}
-	mode, err := prefixMode(*toolPrefix)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
-		return exitUsage
-	}
-	govOpts, err := gf.hostOptions()
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
-		return exitUsage
-	}
-	fail := func(err error) int {
-		logger.Error("mcp-gateway host failed", "err", err)
-		if *logFile != "" { // a failure to start is said where it was started too
-			fmt.Fprintf(stderr, "mcp-gateway host: %v\n", err)
-		}
-		return exitError
-	}
+	return d.run()
+}
 
+// hostDaemon is a host daemon whose flags are checked: it opens the state
+// directory and serves until SIGTERM or SIGINT.
+type hostDaemon struct {
+	flags      *hostFlags
+	logger     *slog.Logger
+	logOut     io.Writer // the daemon's log and its servers' stderr
+	stderr     io.Writer
+	prefix     gateway.PrefixMode
+	governance host.GovernanceOptions
+}
+
+// newHostDaemon checks the flags the parser could not; an error is a
+// usage error.
+func newHostDaemon(f *hostFlags, logW, stderr io.Writer) (*hostDaemon, error) {
+	logOut := &syncWriter{w: logW}
+	logger, err := newServingLogger(logOut, f.logLevel, &f.http, &f.telemetry)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := prefixMode(f.toolPrefix)
+	if err != nil {
+		return nil, err
+	}
+	governance, err := f.governance.hostOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance}, nil
+}
+
+// fail logs why the daemon stops, and says it on standard error too when
+// the log goes to a file (a failure to start is said where it was started).
+func (d *hostDaemon) fail(err error) int {
+	d.logger.Error("mcp-gateway host failed", "err", err)
+	if d.flags.logFile != "" {
+		fmt.Fprintf(d.stderr, "mcp-gateway host: %v\n", err)
+	}
+	return exitError
+}
+
+// run opens the state directory, listens, opens the host and its control
+// socket, and serves.
+func (d *hostDaemon) run() int {
 	// The state directory's lock comes before the port, so a second daemon
 	// on the same directory is told which one runs (not that the port is taken).
-	store, err := registry.Open(*stateDir)
+	store, err := registry.Open(d.flags.stateDir)
 	if err != nil {
-		return fail(err)
+		return d.fail(err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(*addr, strconv.Itoa(*port)))
+	ln, err := listenHost(d.flags.addr, d.flags.port)
 	if err != nil {
 		store.Close()
-		err = fmt.Errorf("listening on port %d: %w", *port, err)
-		if errors.Is(err, unix.EADDRINUSE) {
-			err = portTaken(*port, err)
-		}
-		return fail(err)
+		return d.fail(err)
 	}
 	defer ln.Close()
-	url := *publicURL
-	if url == "" {
-		url = fmt.Sprintf("http://%s/mcp", net.JoinHostPort(displayHost(*addr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
-	}
+	url := d.flags.endpointURL(ln)
 	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
 	defer stop()
 
-	tel, stopTelemetry, err := tf.build(ctx, logger)
+	tel, stopTelemetry, err := d.flags.telemetry.build(ctx, d.logger)
 	if err != nil {
 		store.Close()
-		return fail(err)
+		return d.fail(err)
 	}
 	defer stopTelemetry()
-	guard := &netguard.Policy{AllowAll: *allowAny, Logger: logger}
-	flags := gatewayFlags{maxResponseBytes: *maxResponse}
-	h, err := host.Open(ctx, host.Options{
-		Dir:          *stateDir,
-		Store:        store,
-		URL:          url,
-		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, logger, logOut),
-		Router:       gateway.RouterOptions{Prefix: mode, CallTimeout: *callTimeout},
-		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
-		StartTimeout: *startTimeout,
-		MaxBodyBytes: *maxBody,
-		Governance:   govOpts,
-		Telemetry:    tel,
-	})
+	h, err := host.Open(ctx, d.options(store, url, tel))
 	if err != nil {
-		return fail(err)
+		return d.fail(err)
 	}
 	defer h.Close()
-	control, err := host.ListenControl(*stateDir)
+	control, err := host.ListenControl(d.flags.stateDir)
 	if err != nil {
-		return fail(err)
+		return d.fail(err)
 	}
 	defer control.Close()
+	return d.serve(ctx, h, ln, control, url)
+}
 
-	if fh, ok := h.Handler().(*front.Handler); ok {
-		hf.configure(fh, logger)
+// listenHost listens on the MCP endpoint's address; a port taken says by whom.
+func listenHost(addr string, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+	if err != nil {
+		err = fmt.Errorf("listening on port %d: %w", port, err)
+		if errors.Is(err, unix.EADDRINUSE) {
+			err = portTaken(port, err)
+		}
+		return nil, err
 	}
-	mcpSrv, mcpLn := hf.server(h.Handler(), ln, logger)
+	return ln, nil
+}
+
+// endpointURL is the MCP endpoint's URL as sandboxes reach it: --public-url,
+// else the address listened on.
+func (f *hostFlags) endpointURL(ln net.Listener) string {
+	if f.publicURL != "" {
+		return f.publicURL
+	}
+	return fmt.Sprintf("http://%s/mcp", net.JoinHostPort(displayHost(f.addr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
+}
+
+// options are the host's options: the flags, over store, with the
+// telemetry tel.
+func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.Telemetry) host.Options {
+	f := d.flags
+	guard := &netguard.Policy{AllowAll: f.allowAny, Logger: d.logger}
+	flags := gatewayFlags{maxResponseBytes: f.maxResponse}
+	return host.Options{
+		Dir:          f.stateDir,
+		Store:        store,
+		URL:          url,
+		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, d.logger, d.logOut),
+		Router:       gateway.RouterOptions{Prefix: d.prefix, CallTimeout: f.callTimeout},
+		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
+		StartTimeout: f.startTimeout,
+		MaxBodyBytes: f.maxBody,
+		Governance:   d.governance,
+		Telemetry:    tel,
+	}
+}
+
+// serve serves the MCP endpoint on ln and the control API on control until
+// ctx ends, then shuts both down.
+func (d *hostDaemon) serve(ctx context.Context, h *host.Host, ln, control net.Listener, url string) int {
+	if fh, ok := h.Handler().(*front.Handler); ok {
+		d.flags.http.configure(fh, d.logger)
+	}
+	mcpSrv, mcpLn := d.flags.http.server(h.Handler(), ln, d.logger)
 	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- mcpSrv.Serve(mcpLn) }()
 	go func() { served <- ctlSrv.Serve(control) }()
-	logger.Info("mcp-gateway host is ready", "url", url, "state_dir", *stateDir, "control", filepath.Join(*stateDir, host.SocketFile))
+	d.logger.Info("mcp-gateway host is ready", "url", url, "state_dir", d.flags.stateDir, "control", filepath.Join(d.flags.stateDir, host.SocketFile))
 
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
-			return fail(fmt.Errorf("serving: %w", err))
+			return d.fail(fmt.Errorf("serving: %w", err))
 		}
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	h.Drain()
-	_ = ctlSrv.Shutdown(shutdownCtx)
-	if err := mcpSrv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("calls in flight did not finish in time; cancelling them", "err", err)
-	}
+	shutdownHTTP(d.logger, h.Drain, mcpSrv, ctlSrv)
 	return exitOK
 }
 

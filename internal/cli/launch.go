@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,16 +37,7 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		return exitUsage
 	}
 
-	if err := g.http.check(); err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
-		return exitUsage
-	}
-	g.governance.launcherDefaults(fs, *logFile)
-	if err := g.telemetry.check(); err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
-		return exitUsage
-	}
-	cfg, err := g.readConfig()
+	cfg, err := launcherConfig(fs, &g, *logFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
@@ -55,16 +47,35 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		token = newToken()
 	}
 	os.Unsetenv(tokenEnv)
+	return launchServing(&g, cfg, token, *pidFile, *logFile, stdout, stderr)
+}
 
+// launcherConfig checks the launcher's flags, sets its governance
+// defaults and reads the mcp object of --config or --config-file; an
+// error is a usage error.
+func launcherConfig(fs *flag.FlagSet, g *gatewayFlags, logFile string) ([]byte, error) {
+	if err := g.http.check(); err != nil {
+		return nil, err
+	}
+	g.governance.launcherDefaults(fs, logFile)
+	if err := g.telemetry.check(); err != nil {
+		return nil, err
+	}
+	return g.readConfig()
+}
+
+// launchServing starts the serving process, checks the configuration
+// meanwhile, hands it over and waits until the gateway is ready.
+func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, stdout, stderr io.Writer) int {
 	// The serving process starts up while the configuration is checked: it
 	// waits for its handoff, and nothing is handed over or written unless
 	// the whole configuration is valid.
-	serveArgs := append([]string{"serve", "--handoff-stdin", fmt.Sprintf("--ready-fd=%d", launch.ReadyFD), "--pid-file=" + *pidFile}, g.args()...)
+	serveArgs := append([]string{"serve", "--handoff-stdin", fmt.Sprintf("--ready-fd=%d", launch.ReadyFD), "--pid-file=" + pidFile}, g.args()...)
 	pending, err := launch.Start(launch.Options{
 		Args:      serveArgs,
 		Env:       environWithout(tokenEnv),
-		LogFile:   *logFile,
-		PIDFile:   *pidFile,
+		LogFile:   logFile,
+		PIDFile:   pidFile,
 		TokenFile: g.tokenFile,
 		Token:     token,
 		Timeout:   g.startupTimeout + launchSlack,
@@ -73,7 +84,7 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitError
 	}
-	h, err := checkLaunchConfig(&g, cfg, token, stderr)
+	h, err := checkLaunchConfig(g, cfg, token, stderr)
 	if err != nil {
 		pending.Abort()
 		fmt.Fprintf(stderr, "mcp-gateway: invalid configuration: %v\n", err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
@@ -55,13 +57,7 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		return code
 	}
 	logOut := &syncWriter{w: stderr}
-	logger, err := newLogger(logOut, g.logLevel)
-	if err == nil {
-		err = g.http.check()
-	}
-	if err == nil {
-		err = g.telemetry.check()
-	}
+	logger, err := newServingLogger(logOut, g.logLevel, &g.http, &g.telemetry)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
@@ -71,43 +67,16 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
 	}
-	var tokenWritten, token string // the token file this process wrote, removed if it fails
-	fail := func(code int, err error) int {
-		logger.Error("mcp-gateway failed", "err", err)
-		if tokenWritten != "" {
-			removeOwnTokenFile(tokenWritten, token)
-		}
-		if notifier != nil {
-			_ = notifier.Fail(err)
-		}
-		return code
-	}
-
+	s := &serveStart{logger: logger, notifier: notifier}
 	var specs []mcpconfig.Server
+	code := exitUsage
 	if *fromLauncher {
-		h, err := acceptHandoff()
-		if err != nil {
-			return fail(exitUsage, err)
-		}
-		for _, w := range h.Warnings {
-			logger.Warn(w)
-		}
-		specs, token = h.Servers, h.Token
+		specs, err = s.fromHandoff()
 	} else {
-		if specs, err = checkedConfig(&g, logger); err != nil {
-			return fail(exitUsage, err)
-		}
-		token = os.Getenv(tokenEnv)
-		if token == "" && !g.noAuth {
-			token = newToken()
-		}
-		if token != "" && g.tokenFile != "" {
-			if err := launch.WriteTokenFile(g.tokenFile, token); err != nil {
-				return fail(exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err))
-			}
-			tokenWritten = g.tokenFile
-			logger.Info("bearer token written", "file", g.tokenFile)
-		}
+		specs, code, err = s.fromConfig(&g)
+	}
+	if err != nil {
+		return s.fail(code, err)
 	}
 	os.Unsetenv(tokenEnv)
 	if *pidFile != "" {
@@ -118,15 +87,87 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	defer stop()
 	// From the launcher, any server failing fails the launch (the sandbox
 	// contract); otherwise a failing server is retried in the background.
-	if err := serve(ctx, &g, specs, token, *fromLauncher, notifier, logger, logOut); err != nil {
+	if err := serve(ctx, &g, specs, s.token, *fromLauncher, notifier, logger, logOut); err != nil {
 		code := exitError
 		var ce *configError
 		if errors.As(err, &ce) {
 			code = exitUsage
 		}
-		return fail(code, err)
+		return s.fail(code, err)
 	}
 	return exitOK
+}
+
+// newServingLogger is the log of a command that serves (serve, host),
+// once the flags of its HTTP front and its telemetry are checked: the
+// first error is a usage error.
+func newServingLogger(w io.Writer, level string, hf *httpFlags, tf *telemetryFlags) (*slog.Logger, error) {
+	logger, err := newLogger(w, level)
+	if err == nil {
+		err = hf.check()
+	}
+	if err == nil {
+		err = tf.check()
+	}
+	return logger, err
+}
+
+// serveStart is serve's start-up: the servers and the token, from the
+// launcher's handoff or from the flags, and what a failure must undo.
+type serveStart struct {
+	logger       *slog.Logger
+	notifier     *launch.Notifier
+	token        string
+	tokenWritten string // the token file this process wrote, removed if it fails
+}
+
+// fail logs why serve stops, removes the token file it wrote and tells
+// the launcher; it returns code.
+func (s *serveStart) fail(code int, err error) int {
+	s.logger.Error("mcp-gateway failed", "err", err)
+	if s.tokenWritten != "" {
+		removeOwnTokenFile(s.tokenWritten, s.token)
+	}
+	if s.notifier != nil {
+		_ = s.notifier.Fail(err)
+	}
+	return code
+}
+
+// fromHandoff takes the servers and the token from the launcher's handoff.
+func (s *serveStart) fromHandoff() ([]mcpconfig.Server, error) {
+	h, err := acceptHandoff()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range h.Warnings {
+		s.logger.Warn(w)
+	}
+	s.token = h.Token
+	return h.Servers, nil
+}
+
+// fromConfig reads the servers of --config or --config-file,
+// takes the token from the environment (or makes one, unless
+// --insecure-no-auth) and writes it to --token-file. An error comes with
+// its exit code.
+func (s *serveStart) fromConfig(g *gatewayFlags) ([]mcpconfig.Server, int, error) {
+	specs, err := checkedConfig(g, s.logger)
+	if err != nil {
+		return nil, exitUsage, err
+	}
+	s.token = os.Getenv(tokenEnv)
+	if s.token == "" && !g.noAuth {
+		s.token = newToken()
+	}
+	if s.token != "" && g.tokenFile != "" {
+		if err := launch.WriteTokenFile(g.tokenFile, s.token); err != nil {
+			return nil, exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err)
+		}
+		s.tokenWritten = g.tokenFile
+		s.logger.Info("bearer token written", "file", g.tokenFile)
+	}
+	return specs, 0, nil
 }
 
 // removeOwnTokenFile removes the token file at path if it still holds
@@ -276,8 +317,35 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
 	countDecisions(gw, tel)
-	// The listener is set up while the servers start, on the side: a
-	// failure to listen cancels their start.
+	ln, err := listenWhileStarting(ctx, g, router, fromLauncher)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	handler := newFrontHandler(g, gw, token, tel, logger)
+	srv, sl := g.http.server(handler, ln, logger)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sl) }()
+	reportReady(ln, began, len(specs), router, notifier, logger)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	// Stop accepting, end the long-lived streams, let calls in flight finish
+	// within the grace period, then end the sessions; the deferred
+	// router.Close stops every server's whole process group.
+	shutdownHTTP(logger, gw.Drain, srv)
+	handler.Close()
+	gw.Close()
+	return nil
+}
+
+// listenWhileStarting starts the servers of router and listens on the
+// gateway's port on the side: a failure to listen cancels their start.
+func listenWhileStarting(ctx context.Context, g *gatewayFlags, router *gateway.Router, fromLauncher bool) (net.Listener, error) {
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
 	listened := make(chan error, 1)
@@ -291,29 +359,26 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	}()
 	startErr := startServers(startCtx, g, router, fromLauncher)
 	if err := <-listened; err != nil {
-		return fmt.Errorf("listening on port %d: %w", g.port, err)
+		return nil, fmt.Errorf("listening on port %d: %w", g.port, err)
 	}
-	defer ln.Close()
 	if startErr != nil {
-		return startErr
+		ln.Close()
+		return nil, startErr
 	}
+	return ln, nil
+}
 
+// newFrontHandler is the gateway's HTTP front: gw behind token, its health
+// and its metrics.
+func newFrontHandler(g *gatewayFlags, gw *gateway.Gateway, token string, tel *telemetry.Telemetry, logger *slog.Logger) *front.Handler {
+	router := gw.Router
 	handler := &front.Handler{
 		Gateway:      gw,
 		Token:        token,
 		MaxBodyBytes: g.maxBodyBytes,
-		Health: func(detail bool) any {
-			status := router.Status()
-			if !detail { // an error text may quote a server's stderr, secrets included
-				for name, st := range status {
-					st.LastError = ""
-					status[name] = st
-				}
-			}
-			return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": status}
-		},
-		Logger:    logger,
-		Telemetry: tel,
+		Health:       routerHealth(router),
+		Logger:       logger,
+		Telemetry:    tel,
 	}
 	if tel.Metrics != nil {
 		handler.Metrics = tel.Metrics.Handler()
@@ -321,39 +386,54 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 		tel.Metrics.WatchSessions(handler.SessionCounts)
 	}
 	g.http.configure(handler, logger)
-	srv, sl := g.http.server(handler, ln, logger)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sl) }()
+	return handler
+}
 
+// routerHealth is the health document of router's servers; detail keeps
+// their last errors.
+func routerHealth(router *gateway.Router) func(detail bool) any {
+	return func(detail bool) any {
+		status := router.Status()
+		if !detail { // an error text may quote a server's stderr, secrets included
+			for name, st := range status {
+				st.LastError = ""
+				status[name] = st
+			}
+		}
+		return map[string]any{"servers": router.Servers(), "status": "ok", "tools": router.ToolCount(), "upstreams": status}
+	}
+}
+
+// reportReady logs that the gateway serves (and how long its start took)
+// and tells the launcher, if it started this process, on which port.
+func reportReady(ln net.Listener, began time.Time, servers int, router *gateway.Router, notifier *launch.Notifier, logger *slog.Logger) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	took := time.Since(began)
 	slowest := router.SlowestStart()
-	logger.Info("MCP gateway is ready", "port", port, "servers", len(specs), "tools", router.ToolCount())
+	logger.Info("MCP gateway is ready", "port", port, "servers", servers, "tools", router.ToolCount())
 	logger.Debug("start-up time", "total", took, "slowest_server", slowest, "gateway_share", took-slowest)
 	if notifier != nil {
 		if err := notifier.Ready(port); err != nil {
 			logger.Warn("reporting readiness to the launcher failed", "err", err)
 		}
 	}
+}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	// Stop accepting, end the long-lived streams, let calls in flight finish
-	// within the grace period, then end the sessions; the deferred
-	// router.Close stops every server's whole process group.
+// shutdownHTTP stops a serving command: drain ends the long-lived streams,
+// then the servers stop accepting and the calls in flight on mcp get the
+// grace period to finish (others, the host's control API, are shut down
+// first).
+func shutdownHTTP(logger *slog.Logger, drain func(), mcp *http.Server, others ...*http.Server) {
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	gw.Drain()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	drain()
+	for _, srv := range others {
+		_ = srv.Shutdown(ctx)
+	}
+	if err := mcp.Shutdown(ctx); err != nil {
 		logger.Warn("calls in flight did not finish in time; cancelling them", "err", err)
 	}
-	handler.Close()
-	gw.Close()
-	return nil
 }
 
 // attachOptions are what every server this gateway attaches shares.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
+	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
 // runStdio is `mcp-gateway stdio`: the same aggregated view served over
@@ -31,29 +33,45 @@ the process talks to it.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitUsage
 	}
-	cfg, err := g.readConfig()
+	specs, err := stdioConfig(&g, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitUsage
 	}
-	g.host = "127.0.0.1" // no listener; keeps the loopback-only rules satisfied
-	specs, warnings, err := loadConfig(&g, cfg)
+	os.Unsetenv(tokenEnv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return serveStdio(ctx, &g, specs, logger, logOut, stdout, stderr)
+}
+
+// stdioConfig reads the mcp object of --config or --config-file, validates
+// and resolves it and logs its warnings.
+func stdioConfig(g *gatewayFlags, logger *slog.Logger) ([]mcpconfig.Server, error) {
+	cfg, err := g.readConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-gateway stdio: invalid configuration: %v\n", err)
-		return exitUsage
+		return nil, err
+	}
+	g.host = "127.0.0.1" // no listener; keeps the loopback-only rules satisfied
+	specs, warnings, err := loadConfig(g, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	for _, w := range warnings {
 		logger.Warn(w.String())
 	}
-	os.Unsetenv(tokenEnv)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	return specs, nil
+}
+
+// serveStdio checks the remote servers, builds the gateway over specs,
+// starts its servers and serves it on stdin and stdout until ctx ends or
+// stdin does.
+func serveStdio(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, logger *slog.Logger, logOut io.Writer, stdout, stderr io.Writer) int {
 	if err := checkRemotes(ctx, specs, &netguard.Policy{AllowAll: g.allowAnyAddress, Logger: logger}, false); err != nil {
 		// A refused address is the configuration's fault: exit 2, as in serve.
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitUsage
 	}
-	gw, err := newGateway(&g, specs, false, logger, logOut)
+	gw, err := newGateway(g, specs, false, logger, logOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError
@@ -75,7 +93,7 @@ the process talks to it.`, stderr)
 	if tel.Metrics != nil {
 		tel.Metrics.WatchServers(gw.Router.Status) // served by --metrics-listen only
 	}
-	if err := startServers(ctx, &g, gw.Router, false); err != nil {
+	if err := startServers(ctx, g, gw.Router, false); err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
 		return exitError
 	}
