@@ -146,22 +146,59 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 // completes: a call is waiting on one of them, whose client reads the new
 // grant from the store.
 func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, stepUp bool) (string, *authFlow, error) {
+	cfg, sandbox, err := h.authFlowConfig(name, sandbox, explicit)
+	if err != nil {
+		return "", nil, err
+	}
+	lb, err := oauth.NewLoopback(cmp.Or(h.opts.OAuthCallback, "127.0.0.1:0"))
+	if err != nil {
+		return "", nil, fmt.Errorf("mcp server %q: %w", name, err)
+	}
+	cfg.RedirectURL = lb.RedirectURL()
+	urls := make(chan string, 1)
+	cfg.Fetch = lb.Fetcher(func(u string) { urls <- u })
+	key := oauth.GrantKey(name, sandbox)
+	f := &authFlow{done: make(chan struct{})}
+	h.tokenStore()
+	h.oauth.mu.Lock()
+	h.oauth.flows[key] = f
+	h.oauth.mu.Unlock()
+	go func() {
+		defer lb.Close()
+		h.runAuthFlow(f, cfg, sandbox, key, stepUp)
+	}()
+	select {
+	case u := <-urls:
+		h.oauth.mu.Lock()
+		f.url = u
+		h.oauth.mu.Unlock()
+		return u, f, nil
+	case <-f.done:
+		return "", nil, f.err
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+}
+
+// authFlowConfig is what an authorization of the named server needs: its
+// URL, HTTP client, client identity and scopes, and whether it steps up an
+// existing grant; and the sandbox the grant is for ("" for the server's).
+func (h *Host) authFlowConfig(name, sandbox string, explicit bool) (oauth.FlowConfig, string, error) {
 	h.mu.Lock()
 	srv := h.state.Servers[name]
 	if srv == nil {
 		h.mu.Unlock()
-		return "", nil, h.unknownServer(name)
+		return oauth.FlowConfig{}, "", h.unknownServer(name)
 	}
 	if !srv.Remote() {
 		h.mu.Unlock()
-		return "", nil, fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
+		return oauth.FlowConfig{}, "", fmt.Errorf("mcp server %q is a local command; OAuth is for remote servers", name)
 	}
 	sandbox, err := h.grantSandbox(srv, sandbox, explicit)
 	if err != nil {
 		h.mu.Unlock()
-		return "", nil, err
+		return oauth.FlowConfig{}, "", err
 	}
-	key := oauth.GrantKey(name, sandbox)
 	spec, _ := h.instanceSpec(srv, "", nil)
 	lookup := h.secretLookup(srv)
 	client := h.oauthClient(srv)
@@ -183,66 +220,47 @@ func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, st
 	if rec, _ := h.grantStore(sandbox).Load(name, srv.URL); rec != nil {
 		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
 	}
+	return cfg, sandbox, nil
+}
 
-	lb, err := oauth.NewLoopback(cmp.Or(h.opts.OAuthCallback, "127.0.0.1:0"))
-	if err != nil {
-		return "", nil, fmt.Errorf("mcp server %q: %w", name, err)
-	}
-	cfg.RedirectURL = lb.RedirectURL()
-	urls := make(chan string, 1)
-	cfg.Fetch = lb.Fetcher(func(u string) { urls <- u })
-	f := &authFlow{done: make(chan struct{})}
-	h.tokenStore()
-	h.oauth.mu.Lock()
-	h.oauth.flows[key] = f
-	h.oauth.mu.Unlock()
-	go func() {
-		defer lb.Close()
-		fctx, cancel := context.WithTimeout(context.Background(), authFlowTimeout)
-		defer cancel()
-		go func() { // the daemon's shutdown ends a flow still waiting
-			select {
-			case <-h.closed:
-				cancel()
-			case <-fctx.Done():
-			}
-		}()
-		rec, err := oauth.Authorize(fctx, cfg)
-		if err == nil {
-			err = h.grantStore(sandbox).Save(name, srv.URL, rec)
+// runAuthFlow runs one authorization to its end (within authFlowTimeout,
+// or the daemon's shutdown), stores the grant and closes f.done. A step-up
+// ends there; a first authorization returns once the server's instances
+// use the grant and its tools are listed, so what `auth` reports has
+// happened.
+func (h *Host) runAuthFlow(f *authFlow, cfg oauth.FlowConfig, sandbox, key string, stepUp bool) {
+	name := cfg.Server
+	fctx, cancel := context.WithTimeout(context.Background(), authFlowTimeout)
+	defer cancel()
+	go func() { // the daemon's shutdown ends a flow still waiting
+		select {
+		case <-h.closed:
+			cancel()
+		case <-fctx.Done():
 		}
-		f.rec, f.err = rec, err
-		if err != nil {
-			h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "sandbox", sandbox, "err", err)
-			close(f.done)
-			return
-		}
-		h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "sandbox", sandbox, "issuer", rec.Issuer, "scopes", rec.Scopes)
-		if stepUp {
-			close(f.done)
-			h.oauth.mu.Lock()
-			if h.oauth.flows[key] == f {
-				delete(h.oauth.flows, key)
-			}
-			h.oauth.mu.Unlock()
-			return
-		}
-		// AuthWait returns once the server's instances use the grant and
-		// its tools are listed, so what `auth` reports has happened.
-		h.authorized(name, sandbox)
-		close(f.done)
 	}()
-	select {
-	case u := <-urls:
-		h.oauth.mu.Lock()
-		f.url = u
-		h.oauth.mu.Unlock()
-		return u, f, nil
-	case <-f.done:
-		return "", nil, f.err
-	case <-ctx.Done():
-		return "", nil, ctx.Err()
+	rec, err := oauth.Authorize(fctx, cfg)
+	if err == nil {
+		err = h.grantStore(sandbox).Save(name, cfg.URL, rec)
 	}
+	f.rec, f.err = rec, err
+	if err != nil {
+		h.log.Warn(fmt.Sprintf("mcp server %q: authorization failed", name), "sandbox", sandbox, "err", err)
+		close(f.done)
+		return
+	}
+	h.log.Info(fmt.Sprintf("mcp server %q authorized", name), "sandbox", sandbox, "issuer", rec.Issuer, "scopes", rec.Scopes)
+	if stepUp {
+		close(f.done)
+		h.oauth.mu.Lock()
+		if h.oauth.flows[key] == f {
+			delete(h.oauth.flows, key)
+		}
+		h.oauth.mu.Unlock()
+		return
+	}
+	h.authorized(name, sandbox)
+	close(f.done)
 }
 
 // stepUpWait bounds how long a call waits for the person to authorize a
