@@ -11,7 +11,9 @@
 // protocol version, capabilities and identity. The front creates one per
 // session-era (2025-11-25 and earlier) HTTP session and hands it every message
 // of that client; a 2026-07-28 request gets one of its own
-// ([Gateway.HandleStateless]). It knows nothing of upstreams.
+// ([Gateway.HandleStateless]). It reaches servers only through the router,
+// and the upstream sessions of its own that per-client servers give it
+// (perclient.go).
 //
 // Data flows one way. The router holds no pointer to the gateway: what it
 // changes on its own (a merged list, a removed server) goes to the clients'

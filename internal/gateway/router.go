@@ -168,7 +168,9 @@ func NewRouter(opts RouterOptions) *Router {
 
 // Add registers an upstream under its name. Servers added before Start or
 // StartAll are started by it; one added later is started by StartServer.
-// Until it has started and listed, it offers nothing.
+// Until it has started and listed, it offers nothing. Add binds no Hooks:
+// an upstream built with UpstreamHooks is added with AddDualEra or
+// AddPerClient, or what its server sends unprompted is dropped.
 func (r *Router) Add(up Upstream) { r.add(newServer(up)) }
 
 func newServer(up Upstream) *server {

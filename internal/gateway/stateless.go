@@ -12,7 +12,7 @@ import (
 
 // StatelessVersion is the stateless protocol version (no initialize, no
 // session; version, identity and capabilities in every request's _meta).
-const StatelessVersion = "2026-07-28"
+const StatelessVersion = wire.StatelessVersion
 
 // SupportedVersions lists every version the gateway serves, newest first.
 var SupportedVersions = append([]string{StatelessVersion}, SessionVersions...)

@@ -12,7 +12,7 @@ import (
 
 // StatelessVersion is the protocol version of the stateless era, which a
 // server may speak instead of the session era.
-const StatelessVersion = "2026-07-28"
+const StatelessVersion = wire.StatelessVersion
 
 var statelessVersionJSON = json.RawMessage(`"` + StatelessVersion + `"`)
 

@@ -28,8 +28,9 @@ var (
 // and the process is unaffected.
 var ErrInvalidMessage = rpc.ErrInvalidMessage
 
-// errNotSent: the process went down before the request was registered, so the
-// server never saw it and the call may safely go to a fresh process.
+// errNotSent: the process (or HTTP session) went down before the request
+// was registered, so the server never saw it and the call may safely go to
+// a fresh process (session).
 var errNotSent = errors.New("process went down before the request was sent")
 
 // When an error happened, as a phrase that follows the event.

@@ -260,8 +260,8 @@ func (p *process) stop(f *failure) bool {
 	p.cause = f
 	p.isDown.Store(true)
 	close(p.down)
+	p.rpc.Refuse() // with cause, so a call that finds the process up is one it will fail
 	p.mu.Unlock()
-	p.rpc.Refuse()
 	p.cancel()
 	p.stdin.Close()
 	return true

@@ -225,8 +225,8 @@ func (s *session) stop(end *sessionEnd) bool {
 		s.end = end
 		s.isDown.Store(true)
 	}
+	s.rpc.Refuse() // with end, so a call that finds the session up is one it will settle
 	s.mu.Unlock()
-	s.rpc.Refuse()
 	if end.expired {
 		s.stopListen()
 		return wasUp

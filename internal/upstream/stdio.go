@@ -396,7 +396,7 @@ func (s *Stdio) spawn(ctx context.Context) (*process, error) {
 	return p, nil
 }
 
-// probeTimeout bounds the wait for an answer to server/discover: a legacy
+// probeTimeout bounds the wait for an answer to server/discover: a session-era
 // server may ignore a request that comes before initialize.
 const probeTimeout = 3 * time.Second
 
@@ -420,7 +420,7 @@ func (s *Stdio) discover(ctx context.Context, p *process) (ok bool, err error) {
 	resp, err := p.call(pctx, "server/discover", s.statelessMeta(nil))
 	if err != nil {
 		if ctx.Err() == nil && pctx.Err() != nil {
-			return false, nil // no answer: a legacy server
+			return false, nil // no answer: a session-era server
 		}
 		return false, err
 	}

@@ -12,6 +12,11 @@ type Response struct {
 	Error  json.RawMessage // the raw JSON-RPC error object
 }
 
+// StatelessVersion is the protocol version of the stateless era
+// (2026-07-28), which the gateway and its upstreams both speak beside the
+// session era.
+const StatelessVersion = "2026-07-28"
+
 // Kinds of an upstream's failure that the gateway acts on, tested with
 // errors.Is. The upstream's errors wrap them; their text says the rest.
 var (

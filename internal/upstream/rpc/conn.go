@@ -194,8 +194,7 @@ func (k *Call) Abandon(ctx context.Context, sent bool) (wire.Response, error) {
 // Take ends the call, returning its outcome if one was delivered (or is
 // being delivered) already.
 func (k *Call) Take() (Outcome, bool) {
-	c, id := k.conn, k.id
-	if c.forget(id) {
+	if k.conn.forget(k) {
 		k.release()
 		return Outcome{}, false
 	}
@@ -212,11 +211,16 @@ func (k *Call) release() {
 	callPool.Put(k)
 }
 
-func (c *Conn) forget(id uint64) bool {
+// forget removes k from the pending calls; false when it was not there any
+// more (its outcome is delivered, or being delivered). k's id alone would
+// not do: once k is resolved, its id may be drawn again for another call.
+func (c *Conn) forget(k *Call) bool {
 	c.mu.Lock()
-	_, ok := c.pending[id]
-	delete(c.pending, id)
-	c.idle.Broadcast()
+	ok := c.pending[k.id] == k
+	if ok {
+		delete(c.pending, k.id)
+		c.idle.Broadcast()
+	}
 	c.mu.Unlock()
 	return ok
 }

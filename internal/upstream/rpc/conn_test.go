@@ -380,3 +380,31 @@ func TestOversizeFailsTheCallItAnswers(t *testing.T) {
 		t.Fatalf("sent %s, want the cancellation of %d", got, id)
 	}
 }
+
+// A call resolved but not yet taken may see its id drawn again for another
+// call; taking it must not remove the other call.
+func TestTakeAfterTheIDWasDrawnAgain(t *testing.T) {
+	c, _, _ := newConn(t, Hooks{})
+	a, _ := c.Begin("tools/call")
+	if !c.Resolve(a.ID(), wire.Response{Result: json.RawMessage(`"a"`)}, nil) {
+		t.Fatal("Resolve found no call")
+	}
+	b, _ := c.Begin("tools/call")
+	c.mu.Lock() // as if b had drawn a's id
+	delete(c.pending, b.id)
+	b.id = a.id
+	c.pending[b.id] = b
+	c.mu.Unlock()
+
+	r, ok := a.Take()
+	if !ok || string(r.Response.Result) != `"a"` {
+		t.Fatalf("Take = %v, %v; want a's own outcome", r, ok)
+	}
+	if c.Method(b.ID()) != "tools/call" {
+		t.Fatal("taking a removed b, which drew the same id")
+	}
+	c.Dispatch(mustParse(t, response(b.ID(), `"b"`)))
+	if resp, _ := b.Wait(context.Background(), true); string(resp.Result) != `"b"` {
+		t.Fatalf("b got %s", resp.Result)
+	}
+}
