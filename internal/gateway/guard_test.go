@@ -257,7 +257,7 @@ func (a *askGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wire.
 // A 2026-07-28 client's call that needs approval gets the question as an
 // input_required result, and its retry with the answer runs the call:
 // tools/call and resources/read alike.
-func TestGuardApprovalModern(t *testing.T) {
+func TestGuardApprovalStateless(t *testing.T) {
 	a := &scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("echo")}}}
 	g := gatewayWith(t, RouterOptions{}, a)
 	g.Guard = &askGuard{}

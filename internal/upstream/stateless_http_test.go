@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// modernServer is a remote server of the 2026-07-28 era only: it refuses
+// statelessServer is a remote server of the 2026-07-28 era only: it refuses
 // initialize, answers server/discover, and checks every request for the
 // era's _meta and the Mcp-Method / Mcp-Name headers.
-func modernServer(t *testing.T) (*httptest.Server, *[]string) {
+func statelessServer(t *testing.T) (*httptest.Server, *[]string) {
 	var mu sync.Mutex
 	var problems []string
 	bad := func(format string) { mu.Lock(); problems = append(problems, format); mu.Unlock() }
@@ -70,8 +70,8 @@ func modernServer(t *testing.T) (*httptest.Server, *[]string) {
 	return srv, &problems
 }
 
-func TestRemoteModernServer(t *testing.T) {
-	srv, problems := modernServer(t)
+func TestRemoteStatelessServer(t *testing.T) {
+	srv, problems := statelessServer(t)
 	h := NewHTTP(HTTPOptions{Name: "modern", URL: srv.URL + "/mcp", Capabilities: json.RawMessage(`{"roots":{}}`)})
 	defer h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -216,7 +216,7 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 		name                   string
 		dualEra, discoverFirst bool
 		rejectFirst            bool
-		wantModern             bool
+		wantStateless             bool
 		wantFirst              string
 	}{
 		{"dual-era server, initialize first (the default)", true, false, false, false, "initialize"},
@@ -236,8 +236,8 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 			if _, err := h.Call(ctx, "tools/list", nil); err != nil {
 				t.Fatal(err)
 			}
-			if h.Stateless() != c.wantModern || (*methods)[0] != c.wantFirst {
-				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Stateless(), *methods, c.wantModern, c.wantFirst)
+			if h.Stateless() != c.wantStateless || (*methods)[0] != c.wantFirst {
+				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Stateless(), *methods, c.wantStateless, c.wantFirst)
 			}
 		})
 	}
