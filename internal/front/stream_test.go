@@ -477,3 +477,56 @@ func TestResumeBeforeTheCutIsNoticed(t *testing.T) {
 			complete, data[1:], ids, rdata, rids, want)
 	}
 }
+
+// resumeOnDone is the request context of a connection its client has cut:
+// the first time the writing goroutine looks at Done, a resuming connection
+// takes the stream over (as serveGet's attach does), and Done is closed:
+// both the given-up writer's gone and the context are ready when serve
+// selects.
+type resumeOnDone struct {
+	context.Context
+	once    sync.Once
+	attach  func()
+	closedC chan struct{}
+}
+
+func (c *resumeOnDone) Done() <-chan struct{} {
+	c.once.Do(func() {
+		c.attach()
+		close(c.closedC)
+	})
+	return c.closedC
+}
+
+// The old connection's context ending after a resume must not end the
+// resumed connection either. serve's select picks at random between the
+// given-up writer and the ended context, so each round has even odds of
+// taking the context's way; 64 rounds take it with certainty but for 2^-64.
+func TestResumeBeforeTheContextEnds(t *testing.T) {
+	h, _ := testHandler(time.Minute)
+	answer := `{"jsonrpc":"2.0","id":5,"result":{}}`
+	for round := range 64 {
+		e := h.newEvents("p1", "s")
+		old := e.attach(0)
+		if err := e.add(progress(1), false); err != nil {
+			t.Fatal(err)
+		}
+		var resumed *writer
+		ctx := &resumeOnDone{Context: context.Background(), attach: func() { resumed = e.attach(2) }, closedC: make(chan struct{})}
+		within(t, "the old connection's serve", func() { e.serve(ctx, httptest.NewRecorder(), old, nil, nil, nil) })
+
+		if err := e.add(progress(2), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.add([]byte(answer), true); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		var complete bool
+		within(t, "the resumed connection's serve", func() { complete, _ = e.serve(context.Background(), w, resumed, nil, nil, nil) })
+		_, data := parseSSE(t, w.Body.String())
+		if want := []string{string(progress(2)), answer}; !complete || strings.Join(data, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("round %d: the resumed connection wrote %q (complete %v), want %q", round, data, complete, want)
+		}
+	}
+}
