@@ -304,6 +304,15 @@ func (e *events) stop() {
 	e.mu.Unlock()
 }
 
+// detach gives w up, without a reason, if it is still the writer: a
+// connection that ends (its client went away, its session or gateway
+// closed) must not give up a writer that resumed the stream meanwhile.
+func (e *events) detach(w *writer) {
+	e.mu.Lock()
+	e.drop(w, nil)
+	e.mu.Unlock()
+}
+
 // pending returns the events w has not written yet and whether they end
 // the stream; ok is false once w is given up.
 func (e *events) pending(w *writer) (batch []event, last, ok bool) {
@@ -319,16 +328,20 @@ func (e *events) pending(w *writer) (batch []event, last, ok bool) {
 	return slices.Clone(e.buf[i:]), e.ended, true
 }
 
-// wrote records that w wrote the events before sequence number next.
-func (e *events) wrote(w *writer, next uint64) {
+// wrote records that w wrote the events before sequence number next; it
+// is false when w was given up meanwhile (another connection resumed the
+// stream): then what w wrote counts for nothing.
+func (e *events) wrote(w *writer, next uint64) bool {
 	e.mu.Lock()
-	if e.writer == w {
-		w.cursor = next
-		if e.next-next < streamBuffer {
-			e.fullSince = time.Time{}
-		}
+	defer e.mu.Unlock()
+	if e.writer != w {
+		return false
 	}
-	e.mu.Unlock()
+	w.cursor = next
+	if e.next-next < streamBuffer {
+		e.fullSince = time.Time{}
+	}
+	return true
 }
 
 // serve writes the stream's events on w until the last one is written
@@ -353,10 +366,12 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 					e.giveUp(wr, slow)
 					return false, slow
 				}
-				e.stop() // the client went away
+				e.detach(wr) // the client went away
 				return false, nil
 			}
-			e.wrote(wr, batch[len(batch)-1].seq+1)
+			if !e.wrote(wr, batch[len(batch)-1].seq+1) {
+				return false, wr.reason // resumed elsewhere: that connection writes the rest
+			}
 			if more != nil && len(more) == cap(more) {
 				now := time.Now()
 				if moreFull.IsZero() {
@@ -396,13 +411,13 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 				}
 			}
 		case <-ctx.Done():
-			e.stop()
+			e.detach(wr)
 			return false, nil
 		case <-done1:
-			e.stop()
+			e.detach(wr)
 			return false, nil
 		case <-done2:
-			e.stop()
+			e.detach(wr)
 			return false, nil
 		}
 	}

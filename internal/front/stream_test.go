@@ -374,3 +374,159 @@ func TestStreamPrime(t *testing.T) {
 		t.Errorf("a response answered before priming: %s %q, want plain JSON", ct, w.Body)
 	}
 }
+
+// heldWriter is a connection whose client has gone away before the server
+// notices: the first write gets through, the next one blocks until cut is
+// closed and then fails.
+type heldWriter struct {
+	header http.Header
+	first  chan struct{} // closed when the first write got through
+	held   chan struct{} // closed when a later write is blocked
+	cut    chan struct{} // close to make the blocked write fail
+
+	mu     sync.Mutex
+	got    bytes.Buffer
+	writes int
+}
+
+func newHeldWriter() *heldWriter {
+	return &heldWriter{header: http.Header{}, first: make(chan struct{}), held: make(chan struct{}), cut: make(chan struct{})}
+}
+
+func (w *heldWriter) Header() http.Header { return w.header }
+func (w *heldWriter) WriteHeader(int)     {}
+func (w *heldWriter) Flush()              {}
+func (w *heldWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	w.writes++
+	n := w.writes
+	if n == 1 {
+		w.got.Write(p)
+	}
+	w.mu.Unlock()
+	switch n {
+	case 1:
+		close(w.first)
+		return len(p), nil
+	case 2:
+		close(w.held)
+	}
+	<-w.cut
+	return 0, errors.New("broken pipe")
+}
+
+// A client cuts a call's stream and resumes it with Last-Event-ID before
+// the server has noticed the cut: the old connection's write failing
+// afterwards must not end the resumed one, which gets the rest of the
+// events and the answer.
+func TestResumeBeforeTheCutIsNoticed(t *testing.T) {
+	h := &Handler{Gateway: newGateway()}
+	defer h.Close()
+	sid := initSession(t, h)
+	h.mu.Lock()
+	sess := h.sessions[sid]
+	h.mu.Unlock()
+
+	hw := newHeldWriter()
+	st := &stream{h: h, w: hw, ctx: context.Background(), sess: sess, reqID: json.RawMessage(`5`)}
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d}}`, i)
+	}
+	send := func(i int) {
+		if err := st.Send([]byte(msg(i))); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	send(1)
+	<-hw.first // the client got the priming event, maybe progress 1 too
+	send(2)
+	<-hw.held // the old connection's next write is under way; it will fail
+
+	hw.mu.Lock()
+	ids, data := parseSSE(t, hw.got.String())
+	hw.mu.Unlock()
+	stream, seq, ok := parseEventID(ids[len(ids)-1])
+	ev := sess.lookup(stream)
+	if !ok || ev == nil {
+		t.Fatalf("last event id %q names no stream of the session", ids[len(ids)-1])
+	}
+	// What serveGet does with Last-Event-ID, then the old write fails.
+	wr := ev.attach(seq + 1)
+	close(hw.cut)
+	<-st.done
+
+	resumed := httptest.NewRecorder()
+	var complete bool
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		complete, _ = ev.serve(context.Background(), resumed, wr, nil, nil, nil)
+	}()
+	send(3)
+	st.reply(json.RawMessage(`5`), gateway.Reply{Result: json.RawMessage(`{}`)})
+	within(t, "the resumed stream", func() { <-served })
+
+	rids, rdata := parseSSE(t, resumed.Body.String())
+	all := append(data[1:], rdata...)
+	want := []string{msg(1), msg(2), msg(3), `{"jsonrpc":"2.0","id":5,"result":{}}`}
+	if !complete || strings.Join(all, "\n") != strings.Join(want, "\n") {
+		t.Errorf("complete %v; received before the cut %v (ids %v) and after resuming %v (ids %v); want every message once, in order, the answer last:\n%v",
+			complete, data[1:], ids, rdata, rids, want)
+	}
+}
+
+// resumeOnDone is the request context of a connection its client has cut:
+// the first time the writing goroutine looks at Done, a resuming connection
+// takes the stream over (as serveGet's attach does), and Done is closed:
+// both the given-up writer's gone and the context are ready when serve
+// selects.
+type resumeOnDone struct {
+	context.Context
+	once    sync.Once
+	attach  func()
+	closedC chan struct{}
+}
+
+func (c *resumeOnDone) Done() <-chan struct{} {
+	c.once.Do(func() {
+		c.attach()
+		close(c.closedC)
+	})
+	return c.closedC
+}
+
+// The old connection's context ending after a resume must not end the
+// resumed connection either. serve's select picks at random between the
+// given-up writer and the ended context, so each round has even odds of
+// taking the context's way; 64 rounds take it with certainty but for 2^-64.
+func TestResumeBeforeTheContextEnds(t *testing.T) {
+	h, _ := testHandler(time.Minute)
+	answer := `{"jsonrpc":"2.0","id":5,"result":{}}`
+	for round := range 64 {
+		e := h.newEvents("p1", "s")
+		old := e.attach(0)
+		if err := e.add(progress(1), false); err != nil {
+			t.Fatal(err)
+		}
+		var resumed *writer
+		ctx := &resumeOnDone{Context: context.Background(), attach: func() { resumed = e.attach(2) }, closedC: make(chan struct{})}
+		within(t, "the old connection's serve", func() { e.serve(ctx, httptest.NewRecorder(), old, nil, nil, nil) })
+
+		if err := e.add(progress(2), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.add([]byte(answer), true); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		var complete bool
+		within(t, "the resumed connection's serve", func() { complete, _ = e.serve(context.Background(), w, resumed, nil, nil, nil) })
+		_, data := parseSSE(t, w.Body.String())
+		if want := []string{string(progress(2)), answer}; !complete || strings.Join(data, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("round %d: the resumed connection wrote %q (complete %v), want %q", round, data, complete, want)
+		}
+	}
+}
