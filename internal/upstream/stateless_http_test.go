@@ -216,7 +216,7 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 		name                   string
 		dualEra, discoverFirst bool
 		rejectFirst            bool
-		wantStateless             bool
+		wantStateless          bool
 		wantFirst              string
 	}{
 		{"dual-era server, initialize first (the default)", true, false, false, false, "initialize"},
