@@ -25,6 +25,14 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
+// The upstreams and their wrappers report their era to the gateway.
+var (
+	_ gateway.StatelessReporter = (*upstream.Stdio)(nil)
+	_ gateway.StatelessReporter = (*upstream.HTTP)(nil)
+	_ gateway.StatelessReporter = (*remoteUpstream)(nil)
+	_ gateway.StatelessReporter = (*clientStdio)(nil)
+)
+
 // Options are what every attached server shares. The zero value works for
 // local servers with an empty environment.
 type Options struct {
@@ -205,7 +213,7 @@ func (u *remoteUpstream) Start(ctx context.Context) error {
 
 // Stateless reports whether the remote server speaks the 2026-07-28 era.
 func (u *remoteUpstream) Stateless() bool {
-	m, ok := u.current().(interface{ Stateless() bool })
+	m, ok := u.current().(gateway.StatelessReporter)
 	return ok && m.Stateless()
 }
 

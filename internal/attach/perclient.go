@@ -63,7 +63,7 @@ func (u *clientStdio) Start(ctx context.Context) error {
 
 // Stateless reports the process's era, as the router asks it of every upstream.
 func (u *clientStdio) Stateless() bool {
-	m, ok := u.current().(interface{ Stateless() bool })
+	m, ok := u.current().(gateway.StatelessReporter)
 	return ok && m.Stateless()
 }
 

@@ -171,8 +171,14 @@ func toolError(text string) json.RawMessage {
 // stateless reports whether the server's primary process speaks 2026-07-28.
 func (srv *server) stateless() bool { return isStateless(srv.up) }
 
+// StatelessReporter is implemented by an upstream whose server may speak
+// 2026-07-28: Stateless reports whether it does. An upstream without it is
+// taken to speak the session era; a wrapper of an upstream that has it must
+// have it too (internal/attach asserts so at compile time).
+type StatelessReporter interface{ Stateless() bool }
+
 // isStateless reports whether up speaks 2026-07-28.
 func isStateless(up Upstream) bool {
-	m, ok := up.(interface{ Stateless() bool })
+	m, ok := up.(StatelessReporter)
 	return ok && m.Stateless()
 }

@@ -307,21 +307,14 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	sw := &switchStream{cur: stream}
 	c.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		in := &inputRequest{key: g.newID("input-"), method: "elicitation/create", params: params, answer: make(chan *wire.Message, 1)}
-		select {
-		case events <- callEvent{input: in}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		resp, _, err := g.askInput(ctx, events, "elicitation/create", params)
+		switch {
+		case err != nil:
+			return nil, err
+		case resp.Error != nil:
+			return nil, wire.DecodeError(resp.Error)
 		}
-		select {
-		case resp := <-in.answer:
-			if resp.Error != nil {
-				return nil, wire.DecodeError(resp.Error)
-			}
-			return resp.Result, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return resp.Result, nil
 	}
 	go func() {
 		defer cancel()

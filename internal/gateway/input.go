@@ -235,20 +235,35 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 // askStateless turns a server's request to a stateless client into an input
 // request of the call in flight, and waits for the client's answer.
 func (s *Session) askStateless(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
-	in := &inputRequest{key: s.gw.newID("input-"), method: method, params: params, answer: make(chan *wire.Message, 1)}
+	resp, handed, err := s.gw.askInput(ctx, s.inputs, method, params)
+	switch {
+	case err != nil && !handed:
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: %v", method, err)
+	case err != nil:
+		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, err)
+	case resp.Error != nil:
+		return nil, wire.DecodeError(resp.Error)
+	}
+	return resp.Result, nil
+}
+
+// askInput hands a question for the client of a stateless call in flight
+// (a server's request, or the guard's approval) to that call's event loop
+// on events, which returns it as an input request, and waits for the
+// client's answer. err is ctx's when it ends first; handed says whether
+// the question had been handed over by then.
+func (g *Gateway) askInput(ctx context.Context, events chan<- callEvent, method string, params json.RawMessage) (resp *wire.Message, handed bool, err error) {
+	in := &inputRequest{key: g.newID("input-"), method: method, params: params, answer: make(chan *wire.Message, 1)}
 	select {
-	case s.inputs <- callEvent{input: in}:
+	case events <- callEvent{input: in}:
 	case <-ctx.Done():
-		return nil, wire.Errorf(wire.CodeInternalError, "%s: %v", method, ctx.Err())
+		return nil, false, ctx.Err()
 	}
 	select {
 	case resp := <-in.answer:
-		if resp.Error != nil {
-			return nil, wire.DecodeError(resp.Error)
-		}
-		return resp.Result, nil
+		return resp, true, nil
 	case <-ctx.Done():
-		return nil, wire.Errorf(wire.CodeInternalError, "%s: no answer from the client: %v", method, ctx.Err())
+		return nil, true, ctx.Err()
 	}
 }
 
