@@ -186,7 +186,7 @@ func (k *Call) Abandon(ctx context.Context, sent bool) (wire.Response, error) {
 		return r.Response, r.Err
 	}
 	if sent && method != "initialize" {
-		c.SendCancelled(id, context.Cause(ctx).Error())
+		c.sendCancelled(id, context.Cause(ctx).Error())
 	}
 	return wire.Response{}, ctx.Err()
 }
@@ -241,8 +241,8 @@ func (c *Conn) Resolve(id uint64, resp wire.Response, err error) bool {
 	return true
 }
 
-// Method returns the method of the pending call id, or "".
-func (c *Conn) Method(id uint64) string {
+// method returns the method of the pending call id, or "".
+func (c *Conn) method(id uint64) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k := c.pending[id]; k != nil {
@@ -255,13 +255,13 @@ func (c *Conn) Method(id uint64) string {
 // skip: it fails the pending call id, which that message answers, and tells
 // the server to stop working on it. False when no such call is pending.
 func (c *Conn) Oversize(id uint64) bool {
-	method := c.Method(id)
+	method := c.method(id)
 	if id == 0 || method == "" {
 		c.log.Warn(fmt.Sprintf("mcp server %q sent a message longer than %d bytes that answers no call; ignored", c.server, c.limit))
 		return false
 	}
 	if c.Resolve(id, wire.Response{}, c.TooLarge(method)) {
-		c.SendCancelled(id, "the response is over the gateway's size limit")
+		c.sendCancelled(id, "the response is over the gateway's size limit")
 	}
 	return true
 }
@@ -406,9 +406,9 @@ func (c *Conn) cancelIncoming(params json.RawMessage) bool {
 	return true
 }
 
-// SendCancelled tells the server, in the background, that the gateway no
+// sendCancelled tells the server, in the background, that the gateway no
 // longer waits for its answer to the request id.
-func (c *Conn) SendCancelled(id uint64, reason string) {
+func (c *Conn) sendCancelled(id uint64, reason string) {
 	c.Go(func() {
 		if err := c.out.Send(c.ctx, "notifications/cancelled", Cancelled(id, reason)); err != nil && c.ctx.Err() == nil {
 			c.log.Debug(fmt.Sprintf("mcp server %q: sending notifications/cancelled failed", c.server), "err", err)

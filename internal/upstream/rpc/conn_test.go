@@ -294,8 +294,8 @@ func TestFailPendingAndRefuse(t *testing.T) {
 	if got := c.InFlight(); len(got) != 1 || got[0] != a.ID() {
 		t.Fatalf("InFlight = %v, want only %d", got, a.ID())
 	}
-	if c.Method(b.ID()) != "initialize" {
-		t.Fatalf("Method = %q", c.Method(b.ID()))
+	if c.method(b.ID()) != "initialize" {
+		t.Fatalf("Method = %q", c.method(b.ID()))
 	}
 	idle := make(chan struct{})
 	go func() { c.WaitIdle(); close(idle) }()
@@ -400,7 +400,7 @@ func TestTakeAfterTheIDWasDrawnAgain(t *testing.T) {
 	if !ok || string(r.Response.Result) != `"a"` {
 		t.Fatalf("Take = %v, %v; want a's own outcome", r, ok)
 	}
-	if c.Method(b.ID()) != "tools/call" {
+	if c.method(b.ID()) != "tools/call" {
 		t.Fatal("taking a removed b, which drew the same id")
 	}
 	c.Dispatch(mustParse(t, response(b.ID(), `"b"`)))
