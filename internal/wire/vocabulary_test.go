@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParseFoldedNames: a member spelled as a name the gateway reads but
+// for case (ASCII case, the long s, the Kelvin sign, escaped or not) is
+// refused with a *FoldedNameError naming it and the name it stands for,
+// in the envelope, params and the objects of params the gateway reads.
+func TestParseFoldedNames(t *testing.T) {
+	for _, tc := range []struct{ in, path, want string }{
+		// Envelope.
+		{`{"jsonrpc":"2.0","ID":1,"method":"ping"}`, "ID", "id"},
+		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call"}`, "Method", "method"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","PARAMS":{"name":"a"}}`, "PARAMS", "params"},
+		{`{"JSONRPC":"2.0","id":1,"method":"ping"}`, "JSONRPC", "jsonrpc"},
+		{`{"jsonrpc":"2.0","id":1,"Result":{}}`, "Result", "result"},
+		{`{"jsonrpc":"2.0","id":1,"\u0045rror":{"code":1,"message":"m"}}`, "Error", "error"},
+		// Params.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","ARGUMENTS":{"path":"/etc/passwd"}}}`, "params.ARGUMENTS", "arguments"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","Arguments":{"path":"/etc/passwd"}}}`, "params.Arguments", "arguments"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"read_file","arguments":{}}}`, "params.Name", "name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"N\u0061me":"read_file"}}`, "params.Name", "name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"URI":"note://secret"}}`, "params.URI", "uri"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"Cursor":"x"}}`, "params.Cursor", "cursor"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_META":{"progressToken":1}}}`, "params._META", "_meta"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","reque\u017ftState":"x"}}`, `params["requeſtState"]`, "requestState"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"argument\u017f\":{}}}", `params["argumentſ"]`, "arguments"},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestid":1}}`, "params.requestid", "requestId"},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolversion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, "params.protocolversion", "protocolVersion"},
+		// params._meta.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progresstoken":1}}}`, "params._meta.progresstoken", "progressToken"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressTo\u212aen":1}}}`, "params._meta[\"progressTo\u212aen\"]", "progressToken"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/PROTOCOLVERSION":"2026-07-28"}}}`, `params._meta["io.modelcontextprotocol/PROTOCOLVERSION"]`, "io.modelcontextprotocol/protocolVersion"},
+		// params.ref, params.argument, params.context.
+		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","NAME":"p"}}}`, "params.ref.NAME", "name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"Type":"ref/resource","uri":"x"}}}`, "params.ref.Type", "type"},
+		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","Value":"v"}}}`, "params.argument.Value", "value"},
+		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"context":{"ARGUMENTS":{}}}}`, "params.context.ARGUMENTS", "arguments"},
+	} {
+		_, err := Parse([]byte(tc.in))
+		var fe *FoldedNameError
+		if !errors.As(err, &fe) {
+			t.Errorf("Parse(%s) = %v, want a *FoldedNameError", tc.in, err)
+			continue
+		}
+		if fe.Path != tc.path || fe.Want != tc.want {
+			t.Errorf("Parse(%s): path %q for %q, want %q for %q", tc.in, fe.Path, fe.Want, tc.path, tc.want)
+		}
+		if !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), `"`+tc.want+`"`) {
+			t.Errorf("Parse(%s): error %q does not name %s and %q", tc.in, err, tc.path, tc.want)
+		}
+	}
+	// Names the gateway does not read may be in any case, and a tool's
+	// own data (arguments, results, error data) may hold any names.
+	for _, in := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"escaped but exact","arguments":{"PATH":"/x","Name":1,"URI":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Reason":"x","Task":{"TTL":1},"_meta":{"Foo":1,"TRACEID":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","\u017f":1,"\u212a":2,"é":3}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"Tools":[{"Name":"x"}],"NextCursor":"c","structuredContent":{"ID":1,"URI":"u"}}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"URI":"a","Name":"b"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"Name":{"type":"string"}}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","inputResponses":{"Name":{"action":"accept","content":{"URI":"x"}}}}}`,
+	} {
+		if _, err := Parse([]byte(in)); err != nil {
+			t.Errorf("Parse(%s): %v", in, err)
+		}
+	}
+}
+
+// TestVocabularyCoversReadPaths: every member of the envelope, params and
+// the objects of params that the fuzz targets know the gateway reads is in
+// the vocabulary of its object, so a differently cased spelling of it is
+// refused.
+func TestVocabularyCoversReadPaths(t *testing.T) {
+	for _, p := range readPaths {
+		if p[0] != "params" {
+			continue
+		}
+		v := vocabParams
+		for _, k := range p[1 : len(p)-1] {
+			b := AppendString(nil, k)
+			v = v.child(b, 0, len(b))
+		}
+		if v == vocabNone {
+			continue // params.arguments.text: a tool's data
+		}
+		if last := p[len(p)-1]; !slices.Contains(vocabNames[v], last) {
+			t.Errorf("%s is read but not in its object's vocabulary %q", strings.Join(p, "."), vocabNames[v])
+		}
+	}
+	for _, w := range []string{"jsonrpc", "id", "method", "params", "result", "error"} {
+		if !slices.Contains(envelopeNames, w) {
+			t.Errorf("the envelope's vocabulary lacks %s", w)
+		}
+	}
+}
+
+// TestMisspelledAllocs: the check of an ordinary message's names against
+// the vocabulary allocates nothing (Parse's allocation test covers the
+// whole message).
+func TestMisspelledAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	b := []byte(`"progressToken"`)
+	if n := testing.AllocsPerRun(100, func() { vocabMeta.misspelled(b, 0, len(b), true) }); n != 0 {
+		t.Errorf("misspelled allocates %.0f times, want 0", n)
+	}
+	var m Message
+	msg := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if n := testing.AllocsPerRun(100, func() { _ = ParseInto(&m, msg) }); n != 0 {
+		t.Errorf("ParseInto allocates %.0f times, want 0", n)
+	}
+}
