@@ -169,6 +169,7 @@ type members struct {
 	i          int
 	started    bool
 	key, value []byte
+	quoted     []byte // key with its quotes
 }
 
 func (it *members) next() bool {
@@ -189,7 +190,7 @@ func (it *members) next() bool {
 	if err != nil {
 		return false
 	}
-	it.key = b[i+1 : kend-1]
+	it.key, it.quoted = b[i+1:kend-1], b[i:kend]
 	i = skipSpace(b, kend)
 	if i >= len(b) || b[i] != ':' {
 		return false

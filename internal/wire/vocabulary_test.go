@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -115,5 +117,59 @@ func TestMisspelledAllocs(t *testing.T) {
 	msg := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
 	if n := testing.AllocsPerRun(100, func() { _ = ParseInto(&m, msg) }); n != 0 {
 		t.Errorf("ParseInto allocates %.0f times, want 0", n)
+	}
+}
+
+// TestFoldedMember: the first name of obj that is a declared name but for
+// case, as encoding/json folds; exact and undeclared names are not.
+func TestFoldedMember(t *testing.T) {
+	declared := `{"path":{},"kind":{},"Same":{},"same":{}}`
+	for _, tc := range []struct{ obj, name, want string }{
+		{`{"PATH":1}`, "PATH", "path"},
+		{`{"path":1,"Path":2}`, "Path", "path"},
+		{`{"pat\u0048":1}`, "patH", "path"},
+		{`{"pat\u0068":1}`, "", ""},
+		{`{"\u212aind":1}`, "\u212aind", "kind"},
+		{`{"\u017fame":1}`, "ſame", "Same"},
+		{`{"same":1,"SAME":1}`, "SAME", "Same"},
+		{`{"other":1,"OTHER":1,"é":1}`, "", ""},
+		{`{}`, "", ""},
+		{`not an object`, "", ""},
+	} {
+		name, want, ok := FoldedMember([]byte(tc.obj), []byte(declared))
+		if name != tc.name || want != tc.want || ok != (tc.name != "") {
+			t.Errorf("FoldedMember(%s) = %q, %q, %v; want %q, %q", tc.obj, name, want, ok, tc.name, tc.want)
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	obj, decl := []byte(`{"path":"/a","mode":"r","Other":1}`), []byte(`{"path":{},"mode":{}}`)
+	if n := testing.AllocsPerRun(100, func() { FoldedMember(obj, decl) }); n != 0 {
+		t.Errorf("FoldedMember of plain names allocates %.0f times, want 0", n)
+	}
+}
+
+func TestEachMemberAndItem(t *testing.T) {
+	var got []string
+	EachMember([]byte(` { "a" : 1 , "b\u0063" : [2] , "d":{"e":3}} `), func(name []byte, v json.RawMessage) bool {
+		got = append(got, string(name)+"="+string(v))
+		return true
+	})
+	if want := []string{"a=1", "bc=[2]", `d={"e":3}`}; !slices.Equal(got, want) {
+		t.Errorf("EachMember: %q, want %q", got, want)
+	}
+	got = nil
+	EachItem([]byte(` [ 1 , {"a":[]} , "x" ] `), func(i int, v json.RawMessage) bool {
+		got = append(got, strconv.Itoa(i)+"="+string(v))
+		return i < 1
+	})
+	if want := []string{"0=1", `1={"a":[]}`}; !slices.Equal(got, want) {
+		t.Errorf("EachItem, stopped after the second: %q, want %q", got, want)
+	}
+	EachItem([]byte(`{}`), func(int, json.RawMessage) bool { t.Error("EachItem of an object"); return true })
+	EachItem([]byte(`[]`), func(int, json.RawMessage) bool { t.Error("EachItem of []"); return true })
+	if got := JoinPath("params.arguments", "a b"); got != `params.arguments["a b"]` {
+		t.Errorf("JoinPath = %s", got)
 	}
 }
