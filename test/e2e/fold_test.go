@@ -170,3 +170,35 @@ func pathName(path, name string) string {
 	}
 	return path + "." + name
 }
+
+const undeclaredPolicy = `@id("read-any-outside-etc")
+permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"mcpgo/read_any")
+  when { context.args has path && !(context.args.path like "/etc/*") };
+`
+
+// A tool that declares no properties cannot be protected by the argument
+// check (docs/policy.md): its server reads {"PATH":...} as its field Path.
+// What the docs advise instead works: under --policy-default deny, a
+// permit that requires the exact member denies a call without it, and a
+// call with both spellings is refused as a repetition. (This documents a
+// limit and the way around it; it passes on the code before the fold
+// check too.)
+func TestFoldedNamesUndeclaredTool(t *testing.T) {
+	s := startServe(t, fmt.Sprintf(`{"mcpgo": {"runCmd": %q}}`, mcpgoServer(t)),
+		"--policy-file", writePolicy(t, undeclaredPolicy), "--policy-default", "deny")
+	rs := newRawSession(t, s.gw)
+	call := func(id int, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_any","arguments":%s}}`, id, args)
+	}
+	resp, body := rs.post(call(1, `{"path":"/tmp/ok"}`))
+	var r rpcReply
+	if resp.StatusCode != 200 || json.Unmarshal(body, &r) != nil || r.Result == nil || len(r.Result.Content) == 0 || r.Result.Content[0].Text != "read /tmp/ok" {
+		t.Errorf("an allowed call: %s %s", resp.Status, body)
+	}
+	resp, body = rs.post(call(2, `{"path":"/etc/passwd"}`))
+	wantRPCError(t, "a forbidden path", resp, body, 200, 0, "denied")
+	resp, body = rs.post(call(3, `{"PATH":"/etc/passwd"}`))
+	wantRPCError(t, "the path spelled PATH", resp, body, 200, 0, "denied")
+	resp, body = rs.post(call(4, `{"path":"/tmp/ok","PATH":"/etc/passwd"}`))
+	wantRPCError(t, "both spellings", resp, body, 400, -32600, "params.arguments.PATH", "but for case")
+}

@@ -4,7 +4,7 @@
 // servers do. It speaks stdio.
 //
 // Its tool read_file returns the path it was asked to read (it reads
-// nothing); its resources note://public and note://secret return their
+// nothing), read_any the same without declaring its properties; its resources note://public and note://secret return their
 // URIs. So a test sees exactly which member the server took for the path
 // or the URI.
 package main
@@ -26,6 +26,12 @@ func main() {
 	s := server.NewMCPServer("mcpgo-e2e", "1", server.WithToolCapabilities(false), server.WithResourceCapabilities(false, false))
 	s.AddTool(mcp.NewTool("read_file", mcp.WithDescription("Says which path it would read."),
 		mcp.WithString("path", mcp.Required(), mcp.Description("The file to read."))),
+		mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, a readFileArgs) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("read " + a.Path), nil
+		}))
+	// read_any reads the same struct but declares no properties: the
+	// gateway cannot know which names it reads.
+	s.AddTool(mcp.NewTool("read_any", mcp.WithDescription("Says which path it would read; declares no properties.")),
 		mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, a readFileArgs) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("read " + a.Path), nil
 		}))
