@@ -261,6 +261,7 @@ func check(b []byte, caseDepth int) (found finding, ok bool) {
 	stack, names := stackBuf[:0], namesBuf[:0]
 	var sets []nameSet // by depth, for objects with a set
 	var key nameSpan   // the name of the member whose value is next
+	var keyPlain bool  // and whether it is plain (validName)
 	// name checks a member's name and its colon at b[i], notes the name in
 	// the innermost object, and returns the index of its value, or -1.
 	name := func(i int) int {
@@ -271,15 +272,17 @@ func check(b []byte, caseDepth int) (found finding, ok bool) {
 		if end < 0 {
 			return -1
 		}
-		key = nameSpan{int32(i), int32(end)}
+		key, keyPlain = nameSpan{int32(i), int32(end)}, plain
 		if found.at < 0 {
 			f := &stack[len(stack)-1]
 			var r repetition
 			names, sets, r = note(b, i, end, plain, f, len(stack)-1, caseDepth, names, sets)
 			if r != noRepetition {
 				found = finding{at: i, kind: r}
-			} else if w := f.vocab.misspelled(b, i, end, plain); w != "" {
-				found = finding{at: i, kind: spelledButForCase, want: w}
+			} else if f.vocab != vocabNone {
+				if w := f.vocab.misspelled(b, i, end, plain); w != "" {
+					found = finding{at: i, kind: spelledButForCase, want: w}
+				}
 			}
 		}
 		i = skipSpace(b, end)
@@ -310,7 +313,7 @@ func check(b []byte, caseDepth int) (found finding, ok bool) {
 			case len(stack) == 0:
 				fr.vocab = vocabEnvelope
 			case stack[len(stack)-1].open == '{':
-				fr.vocab = stack[len(stack)-1].vocab.child(b, int(key.start), int(key.end))
+				fr.vocab = stack[len(stack)-1].vocab.child(b, int(key.start), int(key.end), keyPlain)
 			}
 			stack = append(stack, fr)
 			if c == '{' {

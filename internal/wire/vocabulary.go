@@ -59,6 +59,20 @@ var vocabNames = [...][]string{
 	vocabContext:  contextNames,
 }
 
+// maxVocabLen bounds the length of the names in vocabNames.
+const maxVocabLen = 64
+
+// vocabByLen is vocabNames by length: a plain name is compared only with
+// the names of its length (one or two, mostly none).
+var vocabByLen = func() (out [len(vocabNames)][maxVocabLen][]string) {
+	for v, words := range vocabNames {
+		for _, w := range words {
+			out[v][len(w)] = append(out[v][len(w)], w)
+		}
+	}
+	return out
+}()
+
 // vocabFolded is vocabNames folded (foldName), item by item.
 var vocabFolded = func() (out [len(vocabNames)][]string) {
 	for v, words := range vocabNames {
@@ -70,22 +84,31 @@ var vocabFolded = func() (out [len(vocabNames)][]string) {
 }()
 
 // child is the vocabulary of the object that is the value of the member
-// named b[start:end] (quotes included) of an object of vocabulary v.
-func (v vocab) child(b []byte, start, end int) vocab {
+// named b[start:end] (quotes included; plain: no escape, only ASCII) of an
+// object of vocabulary v.
+func (v vocab) child(b []byte, start, end int, plain bool) vocab {
+	if v != vocabEnvelope && v != vocabParams {
+		return vocabNone
+	}
+	name := b[start+1 : end-1]
+	if !plain {
+		s, _ := unquote(b[start:end])
+		name = []byte(s)
+	}
 	switch v {
 	case vocabEnvelope:
-		if keyEquals(b, start, end, "params") {
+		if string(name) == "params" {
 			return vocabParams
 		}
 	case vocabParams:
-		switch {
-		case keyEquals(b, start, end, "_meta"):
+		switch string(name) {
+		case "_meta":
 			return vocabMeta
-		case keyEquals(b, start, end, "ref"):
+		case "ref":
 			return vocabRef
-		case keyEquals(b, start, end, "argument"):
+		case "argument":
 			return vocabArgument
-		case keyEquals(b, start, end, "context"):
+		case "context":
 			return vocabContext
 		}
 	}
@@ -103,10 +126,29 @@ func (v vocab) misspelled(b []byte, start, end int, plain bool) string {
 	words := vocabNames[v]
 	if plain {
 		name := b[start+1 : end-1]
-		for _, w := range words {
-			if len(w) == len(name) && string(name) != w && asciiEqualFold(name, []byte(w)) {
-				return w
+		if len(name) == 0 || len(name) >= maxVocabLen {
+			return ""
+		}
+	words:
+		for _, w := range vocabByLen[v][len(name)] {
+			// One pass: equal (the name is w), equal but for the case of
+			// letters (misspelled), or neither (most words, at the first
+			// byte).
+			exact := true
+			for k := 0; k < len(name); k++ {
+				x, y := name[k], w[k]
+				if x == y {
+					continue
+				}
+				if lx := x | 0x20; lx != y|0x20 || lx < 'a' || lx > 'z' {
+					continue words
+				}
+				exact = false
 			}
+			if exact {
+				return ""
+			}
+			return w
 		}
 		return ""
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -86,7 +87,7 @@ func TestVocabularyCoversReadPaths(t *testing.T) {
 		v := vocabParams
 		for _, k := range p[1 : len(p)-1] {
 			b := AppendString(nil, k)
-			v = v.child(b, 0, len(b))
+			v = v.child(b, 0, len(b), true)
 		}
 		if v == vocabNone {
 			continue // params.arguments.text: a tool's data
@@ -172,4 +173,56 @@ func TestEachMemberAndItem(t *testing.T) {
 	if got := JoinPath("params.arguments", "a b"); got != `params.arguments["a b"]` {
 		t.Errorf("JoinPath = %s", got)
 	}
+}
+
+// FuzzParseVocabulary: no message Parse accepts holds, in the objects the
+// gateway reads (the envelope, params, params._meta, params.ref,
+// params.argument, params.context), a name that encoding/json would match
+// to one of the gateway's names (bytes.EqualFold, the folding it uses)
+// without being it. The reference is encoding/json's decoding and
+// bytes.EqualFold, not the scanner's own folding.
+func FuzzParseVocabulary(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/tmp"},"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","ARGUMENTS":{"path":"/etc/passwd"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"URI":"note://secret"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progre\u017f\u017fToken":7}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressTo\u212aen":7}}}`,
+		`{"jsonrpc":"2.0","ID":1,"Method":"tools/call","PARAMS":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","NAME":"p"},"argument":{"name":"a","Value":"v"},"context":{"Arguments":{}}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"Tools":[],"NextCursor":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := Parse(b); err != nil {
+			return
+		}
+		var env map[string]any
+		if json.Unmarshal(b, &env) != nil {
+			t.Fatalf("Parse(%q) accepted what encoding/json cannot decode into a map", b)
+		}
+		folded := func(where string, obj any, words []string) {
+			m, ok := obj.(map[string]any)
+			if !ok {
+				return
+			}
+			for k := range m {
+				for _, w := range words {
+					if k != w && bytes.EqualFold([]byte(k), []byte(w)) {
+						t.Errorf("Parse(%q) accepted %s member %q, which encoding/json reads as %q", b, where, k, w)
+					}
+				}
+			}
+		}
+		folded("the envelope's", env, envelopeNames)
+		params := env["params"]
+		folded("params'", params, paramsNames)
+		if p, ok := params.(map[string]any); ok {
+			folded("params._meta's", p["_meta"], metaNames)
+			folded("params.ref's", p["ref"], refNames)
+			folded("params.argument's", p["argument"], argumentNames)
+			folded("params.context's", p["context"], contextNames)
+		}
+	})
 }
