@@ -5,7 +5,7 @@ import "fmt"
 // The member names the gateway reads or decides on, by object, in one
 // place. A message whose object holds a name that is not one of these but
 // equal to one regardless of case (as Go's encoding/json and so mcp-go's
-// servers match names to fields: "ARGUMENTS", "Uri", "progre\u017ftoken"
+// servers match names to fields: "ARGUMENTS", "Uri", "progre\u017fsToken"
 // with the long s, "\u212aind" with the Kelvin sign) is refused: such a
 // server reads it as that member, the gateway reads no such member, so
 // the gateway would decide on one message and the server execute another.
@@ -158,9 +158,9 @@ func (v vocab) misspelled(b []byte, start, end int, plain bool) string {
 		if s == w {
 			return ""
 		}
-		// Only a non-ASCII rune can fold to an ASCII letter (ſ to s, the
-		// Kelvin sign to k), so a name folds to w only if it has at most
-		// three times w's bytes.
+		// Each rune of a name that folds to w folds to one byte of w (the
+		// words are ASCII; ſ is two bytes, the Kelvin sign three), so it
+		// has len(w) to 3*len(w) bytes.
 		if len(s) >= len(w) && len(s) <= 3*len(w) {
 			if folded == "" {
 				folded = foldName(s)
