@@ -89,3 +89,17 @@ func TestFoldedIn(t *testing.T) {
 		t.Errorf("foldedIn past maxFoldDepth+1 found %q", got)
 	}
 }
+
+// TestFoldedArgumentAllocs: the check of an ordinary call's arguments
+// (plain names, flat values) allocates nothing.
+func TestFoldedArgumentAllocs(t *testing.T) {
+	m := msg("1", "tools/call", `{"name":"read_file","arguments":{"path":"/tmp/a","mode":"r","count":3}}`)
+	gi := GuardItem{Kind: GuardTool, Server: "fs", Name: "read_file", Def: json.RawMessage(foldTool)}
+	if n := testing.AllocsPerRun(100, func() {
+		if werr := foldedArgument(m, gi); werr != nil {
+			t.Fatal(werr)
+		}
+	}); n > 0 {
+		t.Errorf("foldedArgument allocates %.0f times for an ordinary call, want 0", n)
+	}
+}
