@@ -163,6 +163,9 @@ func (g *Gateway) GuardChanged() {
 // guarded runs a call through the guard: refused, or forwarded along rt
 // and reported.
 func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, rt route) Reply {
+	if werr := foldedArgument(m, gi); werr != nil {
+		return errorReply(werr) // what the guard would decide on is not what the server would read
+	}
 	guard := s.gw.Guard
 	if guard == nil {
 		return s.forward(ctx, m, stream, rt)
