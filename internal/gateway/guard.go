@@ -39,11 +39,17 @@ type GuardItem struct {
 	Server string          // the server's name ("" for a built-in tool)
 	Name   string          // the original name; a resource's URI
 	Def    json.RawMessage // its definition as listed (annotations); nil for a read of an unlisted URI
-	// Template is, for a resource that is not listed but matches a listed
-	// template, that template's URI template: a forbid of the template
-	// refuses its URIs too (it hides the template from the list; without
-	// this, a read of a URI made from it would go through).
+	// Template is, for a resource URI, another name of MCP::Resource it is
+	// decided by as well: a forbid of it refuses the URI too. It is a listed
+	// template the URI matches (a forbid hides the template from the list;
+	// without this, a read of a URI made from it would go through), or the
+	// candidate of Also a forbid refuses.
 	Template string
+	// Also are, for a resource URI, the listed resources and templates its
+	// server could resolve it to (see resourceuri.go): the gateway decides
+	// the call by each, and a forbid of any of them refuses it (it sets
+	// Template to the first a forbid refuses). Empty once decided.
+	Also []string
 }
 
 // GuardCall is one call the guard decides.
@@ -132,18 +138,67 @@ func guardItem(k *listKind, it *item) GuardItem {
 	return gi
 }
 
-// resourceItem is the GuardItem of a resource by URI, served by srv.
+// resourceItem is the GuardItem of a resource by URI, served by srv: the
+// URI as asked, with every listed resource and template of srv the server
+// could resolve it to (Also): the same URI in canonical form, a template
+// matching it strictly (also Template, as before) or under the loose
+// reading. A URI listed as it is counts as that resource, but a template
+// that could match it counts too: a server may try its templates first.
 func (r *Router) resourceItem(srv *server, uri string) GuardItem {
 	gi := GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}
-	if r.view(kindResources).byKey[uri] == nil {
-		for _, it := range r.view(kindTemplates).items {
-			if it.server == srv && it.match.matches(uri) {
-				gi.Template = it.original
-				break
-			}
+	readings := uriReadings(uri)
+	for _, it := range r.view(kindResources).items {
+		if it.server == srv && it.original != uri && containsString(readings, it.canon) {
+			gi.Also = append(gi.Also, it.original)
+		}
+	}
+	for _, it := range r.view(kindTemplates).items {
+		if it.server != srv || it.original == uri {
+			continue
+		}
+		strict := it.match.matches(uri)
+		if strict && gi.Template == "" && r.view(kindResources).byKey[uri] == nil {
+			gi.Template = it.original
+		}
+		if strict || it.match.mayMatch(readings) {
+			gi.Also = append(gi.Also, it.original)
 		}
 	}
 	return gi
+}
+
+// forbidder is a Guard that can tell quietly (no audit, nobody asked)
+// whether a forbid refuses a use of an item (internal/policy's Guard).
+type forbidder interface {
+	Forbids(c *GuardCall) bool
+}
+
+// decideAlso settles a resource call's candidates (GuardItem.Also): the
+// first a forbid refuses becomes the call's Template, which the guard's
+// decision then honours (its forbid refuses the call, and is named in the
+// error and the audit record). A guard that cannot tell forbids from the
+// default is given the first candidate.
+func (g *Gateway) decideAlso(c *GuardCall) {
+	if len(c.Also) == 0 {
+		return
+	}
+	also := c.Also
+	c.Also = nil
+	f, ok := g.Guard.(forbidder)
+	if !ok {
+		if c.Template == "" {
+			c.Template = also[0]
+		}
+		return
+	}
+	for _, name := range also {
+		probe := *c
+		probe.GuardItem = GuardItem{Kind: GuardResource, Server: c.Server, Name: name}
+		if f.Forbids(&probe) {
+			c.Template = name
+			return
+		}
+	}
 }
 
 // GuardChanged computes the filtered lists again after the guard's
@@ -171,6 +226,7 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
+	s.gw.decideAlso(c)
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
 	if s.stateless && canElicit && mayAsk(guard) {
 		return s.guardedStateless(ctx, m, stream, c, rt)
@@ -205,9 +261,10 @@ func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem,
 		return run()
 	}
 	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
+	s.gw.decideAlso(c)
 	done, werr := guard.Admit(ctx, c)
 	if werr != nil {
-		return s.denied(ctx, m, gi, werr)
+		return s.denied(ctx, m, c.GuardItem, werr)
 	}
 	reply := run()
 	if done != nil {
@@ -235,6 +292,10 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	value, _ := wire.GetString(wire.Get(m.Params, "argument"), "value")
 	args[name] = value
 	b, _ := json.Marshal(args)
+	// The candidates are settled once, so each value is decided the same way.
+	settled := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
+	s.gw.decideAlso(settled)
+	gi = settled.GuardItem
 	reply := s.guardedRef(ctx, m, gi, b, func() Reply { return s.forward(ctx, m, stream, rt) })
 	q, ok := s.gw.Guard.(interface{ Permits(c *GuardCall) bool })
 	if reply.Result == nil || !ok {
