@@ -43,13 +43,10 @@ type GuardItem struct {
 	// decided by as well: a forbid of it refuses the URI too. It is a listed
 	// template the URI matches (a forbid hides the template from the list;
 	// without this, a read of a URI made from it would go through), or the
-	// candidate of Also a forbid refuses.
+	// first of the listed resources and templates its server could resolve
+	// it to that a forbid refuses (see resourceuri.go and decideCandidates).
 	Template string
-	// Also are, for a resource URI, the listed resources and templates its
-	// server could resolve it to (see resourceuri.go): the gateway decides
-	// the call by each, and a forbid of any of them refuses it (it sets
-	// Template to the first a forbid refuses). Empty once decided.
-	Also []string
+	settled  bool // decideCandidates has set Template
 }
 
 // GuardCall is one call the guard decides.
@@ -138,30 +135,15 @@ func guardItem(k *listKind, it *item) GuardItem {
 	return gi
 }
 
-// resourceItem is the GuardItem of a resource by URI, served by srv: the
-// URI as asked, with every listed resource and template of srv the server
-// could resolve it to (Also): the same URI in canonical form, a template
-// matching it strictly (also Template, as before) or under the loose
-// reading. A URI listed as it is counts as that resource, but a template
-// that could match it counts too: a server may try its templates first.
+// resourceItem is the GuardItem of a resource by URI, served by srv.
 func (r *Router) resourceItem(srv *server, uri string) GuardItem {
 	gi := GuardItem{Kind: GuardResource, Server: srv.name, Name: uri}
-	readings := uriReadings(uri)
-	for _, it := range r.view(kindResources).items {
-		if it.server == srv && it.original != uri && containsString(readings, it.canon) {
-			gi.Also = append(gi.Also, it.original)
-		}
-	}
-	for _, it := range r.view(kindTemplates).items {
-		if it.server != srv || it.original == uri {
-			continue
-		}
-		strict := it.match.matches(uri)
-		if strict && gi.Template == "" && r.view(kindResources).byKey[uri] == nil {
-			gi.Template = it.original
-		}
-		if strict || it.match.mayMatch(readings) {
-			gi.Also = append(gi.Also, it.original)
+	if r.view(kindResources).byKey[uri] == nil {
+		for _, it := range r.view(kindTemplates).items {
+			if it.server == srv && it.match.matches(uri) {
+				gi.Template = it.original
+				break
+			}
 		}
 	}
 	return gi
@@ -173,25 +155,29 @@ type forbidder interface {
 	Forbids(c *GuardCall) bool
 }
 
-// decideAlso settles a resource call's candidates (GuardItem.Also): the
-// first a forbid refuses becomes the call's Template, which the guard's
-// decision then honours (its forbid refuses the call, and is named in the
-// error and the audit record). A guard that cannot tell forbids from the
-// default is given the first candidate.
-func (g *Gateway) decideAlso(c *GuardCall) {
-	if len(c.Also) == 0 {
+// decideCandidates makes a resource call decided by every listed resource
+// and template its server could resolve the URI to (resourceCandidates):
+// the first a forbid refuses becomes the call's Template, which the guard
+// honours (its forbid refuses the call, and is named in the error and the
+// audit record). A guard that cannot tell a forbid from the default is
+// given the first candidate, when the call has no Template yet.
+func (g *Gateway) decideCandidates(c *GuardCall) {
+	if c.Kind != GuardResource || c.settled {
 		return
 	}
-	also := c.Also
-	c.Also = nil
+	c.settled = true
+	candidates := g.Router.resourceCandidates(c.Server, c.Name)
+	if len(candidates) == 0 {
+		return
+	}
 	f, ok := g.Guard.(forbidder)
 	if !ok {
 		if c.Template == "" {
-			c.Template = also[0]
+			c.Template = candidates[0]
 		}
 		return
 	}
-	for _, name := range also {
+	for _, name := range candidates {
 		probe := *c
 		probe.GuardItem = GuardItem{Kind: GuardResource, Server: c.Server, Name: name}
 		if f.Forbids(&probe) {
@@ -226,7 +212,7 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
-	s.gw.decideAlso(c)
+	s.gw.decideCandidates(c)
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
 	if s.stateless && canElicit && mayAsk(guard) {
 		return s.guardedStateless(ctx, m, stream, c, rt)
@@ -261,7 +247,7 @@ func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem,
 		return run()
 	}
 	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
-	s.gw.decideAlso(c)
+	s.gw.decideCandidates(c)
 	done, werr := guard.Admit(ctx, c)
 	if werr != nil {
 		return s.denied(ctx, m, c.GuardItem, werr)
@@ -294,7 +280,7 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	b, _ := json.Marshal(args)
 	// The candidates are settled once, so each value is decided the same way.
 	settled := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
-	s.gw.decideAlso(settled)
+	s.gw.decideCandidates(settled)
 	gi = settled.GuardItem
 	reply := s.guardedRef(ctx, m, gi, b, func() Reply { return s.forward(ctx, m, stream, rt) })
 	q, ok := s.gw.Guard.(interface{ Permits(c *GuardCall) bool })

@@ -18,7 +18,29 @@ import (
 // the canonical forms of the listed URIs, and matched against each template
 // both strictly and under a loose reading (looseTemplate); every listed
 // resource and template a server could take it for is a candidate, and a
-// forbid of any candidate refuses it (see GuardItem.Also).
+// forbid of any candidate refuses it (see resourceCandidates and
+// Gateway.decideCandidates).
+
+// resourceCandidates are the listed resources and templates of a server
+// the server could resolve a URI to, other than the URI itself: the
+// listed URIs with its canonical form (in any of its readings) and the
+// templates matching it strictly or under the loose reading. A URI listed
+// as it is counts too: a server may try its templates first.
+func (r *Router) resourceCandidates(server, uri string) []string {
+	var out []string
+	readings := uriReadings(uri)
+	for _, it := range r.view(kindResources).items {
+		if it.server.name == server && it.original != uri && containsString(readings, it.canon) {
+			out = append(out, it.original)
+		}
+	}
+	for _, it := range r.view(kindTemplates).items {
+		if it.server.name == server && it.original != uri && (it.match.matches(uri) || it.match.mayMatch(readings)) {
+			out = append(out, it.original)
+		}
+	}
+	return out
+}
 
 // normalizeURI returns the canonical form of a URI: what URI matchers
 // commonly ignore taken out. The query and the fragment are cut off;

@@ -132,9 +132,6 @@ func (g *forbidGuard) Forbids(c *GuardCall) bool {
 }
 
 func (g *forbidGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wire.Error) {
-	if len(c.Also) != 0 {
-		return nil, wire.Errorf(-32603, "candidates reached the guard unsettled: %v", c.Also)
-	}
 	g.mu.Lock()
 	byTemplate := c.Template != "" && g.denied["resource:"+c.Server+"/"+c.Template]
 	g.mu.Unlock()
@@ -202,5 +199,50 @@ func TestResourceURIDecidedByEveryCandidate(t *testing.T) {
 		if reply := s.Handle(context.Background(), msg(fmt.Sprint(id), "resources/read", `{"uri":"`+uri+`"}`), nil); reply.Error != nil {
 			t.Errorf("reading %s: %s", uri, reply.Error)
 		}
+	}
+}
+
+// manyURIServer lists n resources and n/10 templates.
+type manyURIServer struct {
+	scripted
+	n int
+}
+
+func (f *manyURIServer) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+	var defs []string
+	switch method {
+	case "resources/list":
+		for i := range f.n {
+			defs = append(defs, fmt.Sprintf(`{"uri":"file:///srv/data/doc-%d.md","name":"d%d"}`, i, i))
+		}
+		return &wire.Response{Result: json.RawMessage(`{"resources":[` + strings.Join(defs, ",") + `]}`)}, nil
+	case "resources/templates/list":
+		for i := range f.n / 10 {
+			defs = append(defs, fmt.Sprintf(`{"uriTemplate":"db://table-%d/{id}/row{?fields}","name":"t%d"}`, i, i))
+		}
+		return &wire.Response{Result: json.RawMessage(`{"resourceTemplates":[` + strings.Join(defs, ",") + `]}`)}, nil
+	}
+	return f.scripted.Call(ctx, method, params)
+}
+
+// The cost of finding a URI's candidates, per resources/read with a guard,
+// on a server listing 100 resources and 10 templates.
+func BenchmarkResourceCandidates(b *testing.B) {
+	up := &manyURIServer{scripted: scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}}, n: 100}
+	r := NewRouter(RouterOptions{})
+	r.Add(up)
+	if err := r.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close() })
+	for _, uri := range []string{"file:///srv/data/doc-42.md", "db://table-3/7/row?fields=a"} {
+		b.Run(uri, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(r.resourceCandidates("a", uri)) > 1 {
+					b.Fatal("unexpected candidates")
+				}
+			}
+		})
 	}
 }
