@@ -24,7 +24,8 @@ import (
 // resourceCandidates are the listed resources and templates of a server
 // the server could resolve a URI to, other than the URI itself: the
 // listed URIs with its canonical form (in any of its readings) and the
-// templates matching it strictly or under the loose reading. A URI listed
+// templates matching it strictly or under the loose reading, or having its
+// canonical form (a completion refers to a template by its text). A URI listed
 // as it is counts too: a server may try its templates first.
 func (r *Router) resourceCandidates(server, uri string) []string {
 	var out []string
@@ -35,7 +36,11 @@ func (r *Router) resourceCandidates(server, uri string) []string {
 		}
 	}
 	for _, it := range r.view(kindTemplates).items {
-		if it.server.name == server && it.original != uri && (it.match.matches(uri) || it.match.mayMatch(readings)) {
+		if it.server.name != server || it.original == uri {
+			continue
+		}
+		// The last: a completion's reference to the template, written another way.
+		if it.match.matches(uri) || it.match.mayMatch(readings) || containsString(readings, it.canon) {
 			out = append(out, it.original)
 		}
 	}
@@ -252,8 +257,9 @@ const (
 // fragment expressions ({?q}, {&q}, {#f}) nothing (normalizeURI cuts the
 // query and fragment off). It is matched against a URI's readings
 // (uriReadings). A template it cannot read this way (one that begins with
-// a variable, so a variable scheme) matches every URI: a forbid of it then
-// refuses every URI of its server the gateway cannot tell apart from it.
+// a variable, so a variable scheme, or one holding a control character
+// the reading uses as a placeholder) matches every URI: a forbid of it then
+// refuses every URI of its server.
 type looseTemplate struct {
 	re  *regexp.Regexp
 	all bool // matches every URI
@@ -280,8 +286,8 @@ func parseLooseTemplate(tmpl string) *looseTemplate {
 			holes++
 		}
 	}
-	if strings.HasPrefix(tmpl, "{") {
-		return &looseTemplate{all: true}
+	if strings.HasPrefix(tmpl, "{") || strings.ContainsAny(tmpl, "\x00\x01") {
+		return &looseTemplate{all: true} // a variable scheme, or a placeholder's byte: no sure reading
 	}
 	text := b.String()
 	if cut := strings.IndexAny(text, "?#"); cut >= 0 {

@@ -84,7 +84,8 @@ func TestLooseTemplate(t *testing.T) {
 // canonical form) and as a template without variables (loosely).
 func FuzzNormalizeURI(f *testing.F) {
 	for _, s := range []string{"notes://secret?x#y", "users://1/x/../profile/", "NOTES://secr%65t", "%6%45", "X/../A:b",
-		"file:///a//b/./c/..", "urn:a:b", "//h/p", "a{b}c", "%%414", "users://1#/p?q"} {
+		"file:///a//b/./c/..", "urn:a:b", "//h/p", "a{b}c", "%%414", "users://1#/p?q", "users://a@b/profile",
+		"users://7/%2E/profile", "demo://r/%2e%2E/x", "notes://secret/a/..", "\xff", "%2F%2f"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {
@@ -108,6 +109,38 @@ func FuzzNormalizeURI(f *testing.F) {
 	})
 }
 
+// FuzzLooseTemplate: any template has a loose reading (never a panic),
+// and one without expressions matches exactly the URIs of its canonical form.
+func FuzzLooseTemplate(f *testing.F) {
+	for _, s := range []string{"users://{id}/profile", "files://{p:path}", "search://q{?term}", "{s}://x", "a{b", "x://h/{a}/../b",
+		"file:///{+path}", "x://{a,b}/{c:3}", "x://h/\xff{a}", "x://h?q={q}"} {
+		f.Add(s, "users://7/profile")
+	}
+	f.Fuzz(func(t *testing.T, tmpl, uri string) {
+		tpl := parseURITemplate(tmpl)
+		got := tpl.mayMatch(uriReadings(uri))
+		if !strings.ContainsAny(tmpl, "{}\x00\x01") { // (with a placeholder byte it matches everything)
+			// (An invalid UTF-8 byte reads as U+FFFD, so any two match.)
+			want := false
+			for _, r := range uriReadings(uri) {
+				want = want || runes(r) == runes(normalizeURI(tmpl))
+			}
+			if got != want {
+				t.Fatalf("template %q may match %q = %v, want %v (its canonical form %q)", tmpl, uri, got, want, normalizeURI(tmpl))
+			}
+		}
+	})
+}
+
+// runes is s with each invalid UTF-8 byte as U+FFFD.
+func runes(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // uriServer lists a resource and a template.
 type uriServer struct{ scripted }
 
@@ -116,7 +149,7 @@ func (f *uriServer) Call(ctx context.Context, method string, params json.RawMess
 	case "resources/list":
 		return &wire.Response{Result: json.RawMessage(`{"resources":[{"uri":"notes://secret","name":"s"},{"uri":"notes://public","name":"p"}]}`)}, nil
 	case "resources/templates/list":
-		return &wire.Response{Result: json.RawMessage(`{"resourceTemplates":[{"uriTemplate":"users://{id}/profile","name":"u"},{"uriTemplate":"files://{p:path}","name":"f"}]}`)}, nil
+		return &wire.Response{Result: json.RawMessage(`{"resourceTemplates":[{"uriTemplate":"users://{id}/profile","name":"u"},{"uriTemplate":"files://{p:path}","name":"f"},{"uriTemplate":"search://q{?term}","name":"q"}]}`)}, nil
 	}
 	return f.scripted.Call(ctx, method, params)
 }
@@ -148,7 +181,7 @@ func TestResourceURIDecidedByEveryCandidate(t *testing.T) {
 	a := &uriServer{scripted{fakeUpstream: fakeUpstream{name: "a", tools: []string{tool("x")}}}}
 	g := gatewayWith(t, RouterOptions{}, a)
 	guard := &forbidGuard{}
-	guard.set("resource:a/notes://secret", "resource:a/users://{id}/profile", "resource:a/files://{p:path}")
+	guard.set("resource:a/notes://secret", "resource:a/users://{id}/profile", "resource:a/files://{p:path}", "resource:a/search://q{?term}")
 	g.Guard = guard
 	s := sessionWith(t, g, `{}`)
 	denied := map[string]string{
@@ -166,6 +199,7 @@ func TestResourceURIDecidedByEveryCandidate(t *testing.T) {
 		"users://7/x/../profile": "users://{id}/profile",
 		"files://etc/passwd":     "files://{p:path}",
 		"users://{id}/profile/":  "users://{id}/profile", // a completion's reference
+		"search://q{?term}/":     "search://q{?term}",    // ... to a template with a query
 	}
 	id := 0
 	for uri, as := range denied {

@@ -47,7 +47,7 @@ type item struct {
 	original string          // its key on its server
 	def      json.RawMessage // the definition as exposed (renamed when needed)
 	match    *uriTemplate    // for resource templates
-	canon    string          // for resources: normalizeURI(original)
+	canon    string          // for resources and templates: normalizeURI(original)
 	params   paramHeaderCache
 }
 
@@ -154,7 +154,7 @@ func buildView(lists []serverItems, kind *listKind, opts RouterOptions, claims n
 			}
 			switch kind {
 			case kindTemplates:
-				it.match = parseURITemplate(key)
+				it.match, it.canon = parseURITemplate(key), normalizeURI(key)
 			case kindResources:
 				it.canon = normalizeURI(key)
 			}
