@@ -55,6 +55,7 @@ type hostFlags struct {
 	callTimeout, startTimeout     time.Duration
 	maxBody                       int64
 	maxResponse                   int
+	tasks                         taskFlags
 	http                          httpFlags
 	governance                    governanceFlags
 	telemetry                     telemetryFlags
@@ -74,6 +75,7 @@ func (f *hostFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxBody, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	fs.IntVar(&f.maxResponse, "max-response-bytes", 16<<20, "largest message accepted from a server")
 	f.http.register(fs)
+	f.tasks.register(fs)
 	f.governance.registerHost(fs)
 	f.telemetry.registerHost(fs)
 }
@@ -225,6 +227,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, d.logger, d.logOut),
 		Router:       gateway.RouterOptions{Prefix: d.prefix, CallTimeout: f.callTimeout},
 		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
+		Tasks:        f.tasks.options(),
 		StartTimeout: f.startTimeout,
 		MaxBodyBytes: f.maxBody,
 		Governance:   d.governance,

@@ -695,6 +695,7 @@ func (r *Router) capabilities() map[string]any {
 			}
 			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
+		mergeTasks(caps, init)
 	}
 	return caps
 }

@@ -89,10 +89,12 @@ func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream S
 
 // discover answers server/discover.
 func (g *Gateway) discover() Reply {
+	caps := g.Router.capabilities()
+	delete(caps, "tasks") // session-era tasks; 2026-07-28 has them as an extension, not served yet
 	res := map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": SupportedVersions,
-		"capabilities":      g.Router.capabilities(),
+		"capabilities":      caps,
 		"_meta":             map[string]any{MetaServerInfo: serverInfo{Name: g.Info.Name, Version: g.Info.Version}},
 		"ttlMs":             listTTLMillis,
 		"cacheScope":        cacheScope,

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tasks (2025-11-25, SEP-1686) through the real binary in serve mode, in
+// front of the real everything server, with raw HTTP clients that speak
+// tasks the way the specification writes them.
+
+// taskClient is a session-era client over raw HTTP: it reads every event
+// stream as it comes, answers the server's requests with answer, and keeps
+// the notifications of its GET stream.
+type taskClient struct {
+	t      *testing.T
+	g      *gw
+	id     string
+	hc     *http.Client
+	init   map[string]any
+	answer func(method string, params json.RawMessage) (any, error)
+
+	mu     sync.Mutex
+	notes  []json.RawMessage // notifications/tasks/status params, in order
+	noted  chan struct{}     // signalled on each one
+	nextID int
+}
+
+type rpcMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func newTaskClient(t *testing.T, g *gw, caps string, answer func(string, json.RawMessage) (any, error)) *taskClient {
+	t.Helper()
+	c := &taskClient{t: t, g: g, hc: &http.Client{}, answer: answer, noted: make(chan struct{}, 100)}
+	res := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"tasks-e2e","version":"1"}}`))
+	if res.Error != nil {
+		t.Fatalf("initialize: %+v", res.Error)
+	}
+	if err := json.Unmarshal(res.Result, &c.init); err != nil {
+		t.Fatal(err)
+	}
+	c.post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)).Body.Close()
+	return c
+}
+
+// listen opens the session's GET stream and keeps its task notifications.
+func (c *taskClient) listen(ctx context.Context) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.g.url, nil)
+	req.Header.Set("Authorization", "Bearer "+c.g.token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.id)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := c.hc.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		c.t.Fatalf("GET stream: %v %v", err, resp)
+	}
+	go func() {
+		defer resp.Body.Close()
+		c.events(resp, nil)
+	}()
+}
+
+// events reads an event stream: notifications are kept, requests are
+// answered; the response whose id is want is returned.
+func (c *taskClient) events(resp *http.Response, want json.RawMessage) *rpcMsg {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
+		if !ok {
+			continue
+		}
+		var m rpcMsg
+		if json.Unmarshal(bytes.TrimSpace(data), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Method == "notifications/tasks/status":
+			c.mu.Lock()
+			c.notes = append(c.notes, m.Params)
+			c.mu.Unlock()
+			c.noted <- struct{}{}
+		case m.Method != "" && m.ID != nil:
+			c.reply(m)
+		case m.Method == "" && want != nil && bytes.Equal(m.ID, want):
+			return &m
+		}
+	}
+	return nil
+}
+
+func (c *taskClient) reply(m rpcMsg) {
+	var body []byte
+	res, err := c.answer(m.Method, m.Params)
+	if err != nil {
+		body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32603, "message": err.Error()}})
+	} else {
+		body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
+	}
+	c.post(body).Body.Close()
+}
+
+func (c *taskClient) post(body []byte) *http.Response {
+	req, _ := http.NewRequest("POST", c.g.url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.g.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.id != "" {
+		req.Header.Set("Mcp-Session-Id", c.id)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST: %v\nlog:\n%s", err, c.g.log())
+	}
+	return resp
+}
+
+// call sends a request and returns its response, answering what the
+// server asks meanwhile.
+func (c *taskClient) call(method string, params any) *rpcMsg {
+	c.t.Helper()
+	c.mu.Lock()
+	c.nextID++
+	id := json.RawMessage(fmt.Sprint(c.nextID))
+	c.mu.Unlock()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	resp := c.post(body)
+	defer resp.Body.Close()
+	if c.id == "" {
+		c.id = resp.Header.Get("Mcp-Session-Id")
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if m := c.events(resp, id); m != nil {
+			return m
+		}
+		c.t.Fatalf("%s: the event stream ended without a response\nlog:\n%s", method, c.g.log())
+	}
+	var m rpcMsg
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		c.t.Fatalf("%s: %s: %v", method, resp.Status, err)
+	}
+	return &m
+}
+
+// ok calls and fails the test on a JSON-RPC error.
+func (c *taskClient) ok(method string, params any) map[string]any {
+	c.t.Helper()
+	m := c.call(method, params)
+	if m.Error != nil {
+		c.t.Fatalf("%s: error %d %q\nlog:\n%s", method, m.Error.Code, m.Error.Message, c.g.log())
+	}
+	var out map[string]any
+	if err := json.Unmarshal(m.Result, &out); err != nil {
+		c.t.Fatalf("%s: %v: %s", method, err, m.Result)
+	}
+	return out
+}
+
+// waitStatus waits for a notifications/tasks/status of id with status.
+func (c *taskClient) waitStatus(id, status string) {
+	c.t.Helper()
+	deadline := time.After(60 * time.Second) // a bound for a broken gateway, not a measure
+	for {
+		c.mu.Lock()
+		for _, n := range c.notes {
+			var p struct{ TaskID, Status string }
+			_ = json.Unmarshal(n, &p)
+			if p.TaskID == id && p.Status == status {
+				c.mu.Unlock()
+				return
+			}
+		}
+		seen := fmt.Sprintf("%s", c.notes)
+		c.mu.Unlock()
+		select {
+		case <-c.noted:
+		case <-deadline:
+			c.t.Fatalf("no notifications/tasks/status %s for %s; seen: %s", status, id, seen)
+		}
+	}
+}
+
+func launchEverything(t *testing.T) *serveGW {
+	t.Helper()
+	return startServe(t, fmt.Sprintf(`{"everything": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything")))
+}
+
+func TestTasksThroughTheGateway(t *testing.T) {
+	g := launchEverything(t)
+	noAnswer := func(method string, _ json.RawMessage) (any, error) { return nil, fmt.Errorf("not asked: %s", method) }
+	a := newTaskClient(t, g.gw, `{}`, noAnswer)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a.listen(ctx)
+
+	// The merged capability: what the everything server offers.
+	caps, _ := json.Marshal(a.init["capabilities"].(map[string]any)["tasks"])
+	if string(caps) != `{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}}` {
+		t.Fatalf("initialize capabilities.tasks = %s", caps)
+	}
+
+	// A task started, polled, its notifications seen, its result fetched.
+	created := a.ok("tools/call", map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "gateways"}, "task": map[string]any{"ttl": 60000}})
+	tk, _ := created["task"].(map[string]any)
+	id, _ := tk["taskId"].(string)
+	if !strings.HasPrefix(id, "gw-task-") || tk["status"] != "working" {
+		t.Fatalf("CreateTaskResult = %v; want a task of the gateway's id, working", created)
+	}
+	got := a.ok("tasks/get", map[string]any{"taskId": id})
+	if got["taskId"] != id || (got["status"] != "working" && got["status"] != "completed") {
+		t.Fatalf("tasks/get = %v", got)
+	}
+	a.waitStatus(id, "completed")
+	res := a.ok("tasks/result", map[string]any{"taskId": id})
+	content, _ := json.Marshal(res["content"])
+	if !strings.Contains(string(content), "# Research Report: gateways") {
+		t.Errorf("tasks/result content = %s", content)
+	}
+	related, _ := res["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any)
+	if related["taskId"] != id {
+		t.Errorf("tasks/result _meta = %v; want related-task %s", res["_meta"], id)
+	}
+
+	// A second task, cancelled.
+	second := a.ok("tools/call", map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "cancel me"}, "task": map[string]any{}})
+	id2, _ := second["task"].(map[string]any)["taskId"].(string)
+	if cancelled := a.ok("tasks/cancel", map[string]any{"taskId": id2}); cancelled["status"] != "cancelled" || cancelled["taskId"] != id2 {
+		t.Errorf("tasks/cancel = %v", cancelled)
+	}
+	if again := a.ok("tasks/get", map[string]any{"taskId": id2}); again["status"] != "cancelled" {
+		t.Errorf("tasks/get after cancel = %v", again)
+	}
+	list := a.ok("tasks/list", map[string]any{})
+	listed, _ := json.Marshal(list["tasks"])
+	if items, _ := list["tasks"].([]any); len(items) != 2 || !strings.Contains(string(listed), id) || !strings.Contains(string(listed), id2) {
+		t.Errorf("tasks/list of the creator = %s; want its two tasks", listed)
+	}
+
+	// Another client: the first client's id is like an unknown one.
+	b := newTaskClient(t, g.gw, `{}`, noAnswer)
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		theirs := b.call(method, map[string]any{"taskId": id})
+		unknown := b.call(method, map[string]any{"taskId": "gw-task-unknown"})
+		if theirs.Error == nil || unknown.Error == nil {
+			t.Fatalf("%s by another client: %s / unknown: %s; want errors", method, theirs.Result, unknown.Result)
+		}
+		if theirs.Error.Code != -32602 || theirs.Error.Code != unknown.Error.Code ||
+			theirs.Error.Message != "Task not found: "+id || unknown.Error.Message != "Task not found: gw-task-unknown" {
+			t.Errorf("%s by another client: %d %q; of an unknown id: %d %q", method, theirs.Error.Code, theirs.Error.Message, unknown.Error.Code, unknown.Error.Message)
+		}
+	}
+	if other := b.ok("tasks/list", map[string]any{}); fmt.Sprint(other["tasks"]) != "[]" {
+		t.Errorf("tasks/list of another client = %v; want none", other["tasks"])
+	}
+	// The first client still gets its result.
+	if again := a.ok("tasks/get", map[string]any{"taskId": id}); again["status"] != "completed" {
+		t.Errorf("tasks/get of the creator after the other client's tries = %v", again)
+	}
+}
+
+// A server asks the client to run a sampling request as a task, then polls
+// the client's tasks/get and tasks/result: the ids are mapped both ways.
+func TestTasksServerAsksClientTask(t *testing.T) {
+	g := launchEverything(t)
+	var mu sync.Mutex
+	var polledWith []string
+	answer := func(method string, params json.RawMessage) (any, error) {
+		var p struct {
+			TaskID string          `json:"taskId"`
+			Task   json.RawMessage `json:"task"`
+		}
+		_ = json.Unmarshal(params, &p)
+		now := time.Now().UTC().Format(time.RFC3339)
+		switch method {
+		case "sampling/createMessage":
+			if p.Task == nil {
+				return nil, fmt.Errorf("sampling/createMessage came without its task")
+			}
+			return map[string]any{"task": map[string]any{"taskId": "client-task-1", "status": "working", "ttl": 60000, "createdAt": now, "lastUpdatedAt": now}}, nil
+		case "tasks/get":
+			mu.Lock()
+			polledWith = append(polledWith, p.TaskID)
+			mu.Unlock()
+			return map[string]any{"taskId": p.TaskID, "status": "completed", "ttl": 60000, "createdAt": now, "lastUpdatedAt": now}, nil
+		case "tasks/result":
+			mu.Lock()
+			polledWith = append(polledWith, p.TaskID)
+			mu.Unlock()
+			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by the client"}, "model": "test-model"}, nil
+		}
+		return nil, fmt.Errorf("unexpected %s", method)
+	}
+	c := newTaskClient(t, g.gw, `{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}`, answer)
+	res := c.ok("tools/call", map[string]any{"name": "trigger-sampling-request-async", "arguments": map[string]any{"prompt": "hello"}})
+	text, _ := json.Marshal(res["content"])
+	if !strings.Contains(string(text), "[COMPLETED] Async sampling completed!") || !strings.Contains(string(text), "sampled by the client") {
+		t.Fatalf("trigger-sampling-request-async = %s", text)
+	}
+	if !strings.Contains(string(text), "Task created: gw-task-") || strings.Contains(string(text), "client-task-1") {
+		t.Errorf("the server saw the client's own task id, not the gateway's: %s", text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(polledWith) < 2 {
+		t.Fatalf("the client was polled %v; want tasks/get and tasks/result", polledWith)
+	}
+	for _, id := range polledWith {
+		if id != "client-task-1" {
+			t.Errorf("the client was polled for %q; want its own id client-task-1", id)
+		}
+	}
+}
