@@ -696,6 +696,7 @@ func (r *Router) capabilities() map[string]any {
 			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
 		mergeTasks(caps, init)
+		mergeExtensions(caps, init)
 	}
 	return caps
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tasks (2025-11-25, SEP-1686) through the real binary in serve mode, in
@@ -326,5 +328,62 @@ func TestTasksServerAsksClientTask(t *testing.T) {
 		if id != "client-task-1" {
 			t.Errorf("the client was polled for %q; want its own id client-task-1", id)
 		}
+	}
+}
+
+// withExtensions makes the test server declare the extensions of the JSON
+// object ext (E2E_SERVER_EXTENSIONS).
+func withExtensions(opts *mcp.ServerOptions, ext string) *mcp.ServerOptions {
+	if opts == nil {
+		opts = &mcp.ServerOptions{}
+	}
+	var exts map[string]map[string]any
+	if err := json.Unmarshal([]byte(ext), &exts); err != nil {
+		panic(err)
+	}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	for name, settings := range exts {
+		caps.AddExtension(name, settings)
+	}
+	opts.Capabilities = caps
+	return opts
+}
+
+// addClientCapsTool adds client_caps: the capabilities the server's client
+// declared at initialize.
+func addClientCapsTool(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "client_caps", Description: "Returns the capabilities its client declared."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			b, _ := json.Marshal(req.Session.InitializeParams().Capabilities)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
+}
+
+// Extensions: what servers declare in capabilities.extensions is merged
+// into the gateway's initialize and server/discover answers (the first
+// server's settings for an identifier both declare); what a client declares
+// reaches its own session of a per-client server.
+func TestExtensionsPassThrough(t *testing.T) {
+	one := `E2E_SERVER_EXTENSIONS='{"io.example/server-ext":{"feature":true},"io.example/shared":{"from":"a"}}' ` + testServerCmd()
+	two := `E2E_SERVER_EXTENSIONS='{"io.example/shared":{"from":"b"},"io.example/other":{}}' ` + testServerCmd()
+	g := startServe(t, fmt.Sprintf(`{"a": {"runCmd": %q, "share": "per-client"}, "b": {"runCmd": %q}}`, one, two))
+	want := `{"io.example/other":{},"io.example/server-ext":{"feature":true},"io.example/shared":{"from":"a"}}`
+
+	c := newTaskClient(t, g.gw, `{"extensions":{"io.example/client-ext":{"version":2}}}`, func(m string, _ json.RawMessage) (any, error) { return map[string]any{}, nil })
+	got, _ := json.Marshal(c.init["capabilities"].(map[string]any)["extensions"])
+	if string(got) != want {
+		t.Errorf("initialize capabilities.extensions = %s, want %s", got, want)
+	}
+	res := c.ok("tools/call", map[string]any{"name": "client_caps", "arguments": map[string]any{}})
+	text, _ := json.Marshal(res["content"])
+	if !strings.Contains(string(text), `\"extensions\":{\"io.example/client-ext\":{\"version\":2}}`) {
+		t.Errorf("the per-client server's session saw the client capabilities %s; want its extension", text)
+	}
+
+	ctx := context.Background()
+	disc := postModern(ctx, t, g.gw, "server/discover", "", 1, map[string]any{})
+	got, _ = json.Marshal(disc["result"].(map[string]any)["capabilities"].(map[string]any)["extensions"])
+	if string(got) != want {
+		t.Errorf("server/discover capabilities.extensions = %s, want %s", got, want)
 	}
 }
