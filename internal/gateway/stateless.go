@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -60,6 +61,10 @@ func (g *Gateway) statelessSession(params json.RawMessage) *Session {
 // HandleStateless answers one request of the 2026-07-28 era. ctx ends when
 // the client closes the request's stream, which cancels the request.
 func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	return g.asGateway(g.handleStateless(ctx, m, stream))
+}
+
+func (g *Gateway) handleStateless(ctx context.Context, m *wire.Message, stream Stream) Reply {
 	// The session is this request's alone; it is not closed here, since a
 	// call waiting for the client's input outlives the request.
 	s := g.statelessSession(m.Params)
@@ -107,6 +112,30 @@ func (g *Gateway) discover() Reply {
 		return errorReply(wire.Errorf(wire.CodeInternalError, "encoding the discover result: %v", err))
 	}
 	return Reply{Result: b}
+}
+
+// metaServerInfoKey is MetaServerInfo as it appears in a raw result.
+var metaServerInfoKey = []byte(`"` + MetaServerInfo + `"`)
+
+// asGateway gives a result that names its server in _meta (a 2026-07-28
+// server's io.modelcontextprotocol/serverInfo) the gateway's identity, as
+// server/discover does: the client talks to the gateway. The common case,
+// a result without that key, costs one byte search and no copy.
+func (g *Gateway) asGateway(r Reply) Reply {
+	if r.Result == nil || !bytes.Contains(r.Result, metaServerInfoKey) {
+		return r
+	}
+	meta := wire.Get(r.Result, "_meta")
+	if wire.Get(meta, MetaServerInfo) == nil {
+		return r
+	}
+	ours := mustJSON(serverInfo{Name: g.Info.Name, Version: g.Info.Version})
+	if meta, err := wire.Set(meta, MetaServerInfo, ours); err == nil {
+		if res, err := wire.Set(r.Result, "_meta", meta); err == nil {
+			r.Result = res
+		}
+	}
+	return r
 }
 
 // complete marks a result of a session-era server as complete, the way the

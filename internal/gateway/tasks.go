@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,8 +153,8 @@ type taskRequest struct {
 // finished one at the limit) and cuts a requested ttl to the ceiling.
 // Neither is done for another request (nil taskRequest).
 func (g *Gateway) requestTask(s *Session, method string, params json.RawMessage) (*taskRequest, json.RawMessage, *wire.Error) {
-	if s.stateless || method != "tools/call" {
-		return nil, params, nil
+	if s.stateless || method != "tools/call" || !bytes.Contains(params, []byte(`"task"`)) {
+		return nil, params, nil // the call path's common case, decided without a scan
 	}
 	augment := wire.Get(params, "task")
 	if augment == nil || string(augment) == "null" {

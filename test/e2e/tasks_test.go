@@ -387,3 +387,25 @@ func TestExtensionsPassThrough(t *testing.T) {
 		t.Errorf("server/discover capabilities.extensions = %s, want %s", got, want)
 	}
 }
+
+// 2026-07-28 results name the gateway in _meta, as its server/discover
+// does, not the server behind it.
+func TestStatelessResultsNameTheGateway(t *testing.T) {
+	g := startServe(t, fmt.Sprintf(`{"modern": {"runCmd": %q}}`, "E2E_SERVER_MODERN_ONLY=1 "+testServerCmd()))
+	ctx := context.Background()
+	disc := postModern(ctx, t, g.gw, "server/discover", "", 1, map[string]any{})
+	want, _ := json.Marshal(disc["result"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/serverInfo"])
+	if !strings.Contains(string(want), `"name":"mcp-gateway"`) {
+		t.Fatalf("server/discover serverInfo = %s", want)
+	}
+	res := postModern(ctx, t, g.gw, "tools/call", "echo", 2, map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+	result, _ := res["result"].(map[string]any)
+	meta, _ := result["_meta"].(map[string]any)
+	got, _ := json.Marshal(meta["io.modelcontextprotocol/serverInfo"])
+	if string(got) != string(want) {
+		t.Errorf("tools/call result _meta serverInfo = %s, want the gateway's %s (result %v)", got, want, res)
+	}
+	if content, _ := json.Marshal(result["content"]); !strings.Contains(string(content), `"text":"hi"`) {
+		t.Errorf("tools/call content = %s", content)
+	}
+}
