@@ -57,14 +57,18 @@ func (s *Session) forwardOn(ctx context.Context, m *wire.Message, stream Stream,
 	if werr != nil {
 		return errorReply(werr)
 	}
-	if c.gwToken != "" {
-		defer g.progress.Delete(c.gwToken)
-	}
 	tr, params, werr := g.requestTask(s, m.Method, params)
 	if werr != nil {
 		return errorReply(werr)
 	}
 	defer tr.release()
+	if c.gwToken != "" {
+		defer func() {
+			if !tr.keepsProgress() { // a task's progress goes on after its call
+				g.progress.Delete(c.gwToken)
+			}
+		}()
+	}
 	s.track(c)
 	defer s.untrack(c)
 
@@ -97,7 +101,7 @@ func (s *Session) forwardOn(ctx context.Context, m *wire.Message, stream Stream,
 		return failure(m, err)
 	}
 	if tr != nil && resp.Error == nil {
-		resp.Result = tr.adopt(s, srv, up, resp.Result)
+		resp.Result = tr.adopt(c, up, resp.Result)
 	}
 	return Reply{Result: resp.Result, Error: resp.Error}
 }

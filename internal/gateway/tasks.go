@@ -77,6 +77,8 @@ type task struct {
 	expires  time.Time
 	state    json.RawMessage // the last Task object, as the client sees it
 	terminal bool
+	progress string // the gateway's progress token of the call that made it, if any
+	forget   func() // releases what the task holds beyond the table, if anything
 }
 
 // clientTask is one task a server had a client create.
@@ -146,7 +148,12 @@ type taskRequest struct {
 	g     *Gateway
 	owner any
 	done  bool
+	task  *task // the task the call made, if any
 }
+
+// keepsProgress reports whether the call made a task that keeps its
+// progress token: progress of a task goes on until it is forgotten.
+func (r *taskRequest) keepsProgress() bool { return r != nil && r.task != nil && r.task.progress != "" }
 
 // requestTask prepares a task-augmented tools/call of a session-era client:
 // it reserves a place among the client's tasks (forgetting its oldest
@@ -200,7 +207,8 @@ func (r *taskRequest) release() {
 // adopt takes a server's answer to a task-augmented call: a CreateTaskResult
 // becomes a task of the gateway's, under the gateway's id; any other answer
 // (the server ran the call at once) passes unchanged.
-func (r *taskRequest) adopt(s *Session, srv *server, up Upstream, result json.RawMessage) json.RawMessage {
+func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.RawMessage {
+	s, srv := c.sess, c.server
 	taskObj := wire.Get(result, "task")
 	upID, ok := wire.GetString(taskObj, "taskId")
 	if r == nil || !ok || upID == "" {
@@ -216,6 +224,14 @@ func (r *taskRequest) adopt(s *Session, srv *server, up Upstream, result json.Ra
 	tk.expires = time.Now().Add(ttl)
 	result = g.clientView(tk, result)
 	tk.keep(wire.Get(result, "task"))
+	if c.gwToken != "" {
+		// Its progress now goes to the client's own stream, the call's
+		// having ended, until the task is forgotten.
+		tk.progress = c.gwToken
+		g.progress.Store(c.gwToken, &call{sess: s, server: srv, progressToken: c.progressToken, stream: outbox{s}})
+		tk.forget = func() { g.progress.Delete(tk.progress) }
+	}
+	r.task = tk
 
 	t := &g.tasks
 	t.mu.Lock()
@@ -270,6 +286,18 @@ func (t *taskTable) forgetOldestFinished(h *taskHolding) bool {
 func (t *taskTable) unindex(tk *task) {
 	delete(t.byID, tk.id)
 	delete(t.byUp, taskKey{tk.up, tk.upID})
+	if tk.forget != nil {
+		tk.forget()
+	}
+}
+
+// outbox is a session's own stream (its GET stream's queue), for what
+// comes after the request it belongs to has ended.
+type outbox struct{ s *Session }
+
+func (o outbox) Send(msg []byte) error {
+	o.s.send(msg)
+	return nil
 }
 
 func (t *taskTable) dropIfEmpty(owner any, h *taskHolding) {

@@ -291,3 +291,50 @@ func TestServerPollsOfAClientTask(t *testing.T) {
 		t.Errorf("a client without tasks.requests.sampling got %s", sent)
 	}
 }
+
+// The progress token of a task-augmented call stays valid for the task:
+// the server's progress after the call ended reaches the client's stream
+// under the client's token, until the task is forgotten.
+func TestTaskProgressOutlivesItsCall(t *testing.T) {
+	ts := newTaskServer("a", "600000")
+	g := gatewayWith(t, RouterOptions{}, ts)
+	alice := newSession(t, g)
+	r := handle(t, alice, "tools/call", `{"name":"research","task":{},"_meta":{"progressToken":"p-1"}}`)
+	if r.Error != nil {
+		t.Fatal(string(r.Error))
+	}
+	tok, _ := wire.GetString(wire.Get(json.RawMessage(strings.TrimPrefix(ts.requests()[0], "tools/call ")), "_meta"), "progressToken")
+	if !strings.HasPrefix(tok, "gw-progress-") {
+		t.Fatalf("the server got the progress token %q", tok)
+	}
+	g.serverNotification(g.Router.server("a"), "notifications/progress", json.RawMessage(`{"progressToken":"`+tok+`","progress":1}`))
+	select {
+	case m := <-alice.Outbox():
+		if want := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-1","progress":1}}`; string(m) != want {
+			t.Errorf("alice got %s, want %s", m, want)
+		}
+	default:
+		t.Fatal("the task's progress was dropped once its call had ended")
+	}
+	alice.Close()
+	if _, ok := g.progress.Load(tok); ok {
+		t.Error("the progress token of a forgotten task is still mapped")
+	}
+}
+
+// In host mode a task belongs to the sandbox: another session of it may
+// poll it.
+func TestTasksPerGateway(t *testing.T) {
+	ts := newTaskServer("a", "600000")
+	g := gatewayWith(t, RouterOptions{}, ts)
+	g.Tasks.PerGateway = true
+	alice, bob := newSession(t, g), newSession(t, g)
+	id := startTask(t, alice)
+	alice.Close()
+	if got := handle(t, bob, "tasks/get", `{"taskId":"`+id+`"}`); got.Error != nil {
+		t.Errorf("another session of the sandbox: tasks/get = %s", got.Error)
+	}
+	if got := string(handle(t, bob, "tasks/list", `{}`).Result); !strings.Contains(got, id) {
+		t.Errorf("another session of the sandbox: tasks/list = %s", got)
+	}
+}
