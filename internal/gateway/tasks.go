@@ -468,22 +468,33 @@ func (s *Session) handleTask(ctx context.Context, m *wire.Message, stream Stream
 		return taskNotFound(id)
 	}
 	if why := tk.lost(); why != "" {
-		switch m.Method {
-		case "tasks/get":
-			g.tasks.mu.Lock()
-			defer g.tasks.mu.Unlock()
-			return Reply{Result: tk.view()}
-		case "tasks/cancel":
-			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Cannot cancel task in terminal status: failed (%s)", why))
-		}
-		return errorReply(wire.Errorf(wire.CodeInternalError, "%s", why))
+		return g.lostTask(tk, m.Method, why)
 	}
 	params, err := wire.SetString(m.Params, "taskId", tk.upID)
 	if err != nil {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params: %v", m.Method, err))
 	}
 	reply := s.forwardOn(ctx, m, stream, tk.srv, tk.up, params, nil)
+	if why := tk.lost(); why != "" {
+		// The request found the server's process gone and started a new
+		// one, which knows nothing of the task.
+		return g.lostTask(tk, m.Method, why)
+	}
 	return g.taskReply(tk, m.Method, reply)
+}
+
+// lostTask answers a request about a task whose server was lost: the task
+// has failed, saying why.
+func (g *Gateway) lostTask(tk *task, method, why string) Reply {
+	switch method {
+	case "tasks/get":
+		g.tasks.mu.Lock()
+		defer g.tasks.mu.Unlock()
+		return Reply{Result: tk.view()}
+	case "tasks/cancel":
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "Cannot cancel task in terminal status: failed (%s)", why))
+	}
+	return errorReply(wire.Errorf(wire.CodeInternalError, "%s", why))
 }
 
 // taskReply gives a server's answer about a task the client's ids, and

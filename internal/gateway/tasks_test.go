@@ -338,3 +338,22 @@ func TestTasksPerGateway(t *testing.T) {
 		t.Errorf("another session of the sandbox: tasks/list = %s", got)
 	}
 }
+
+// A request about a task that finds its server's process gone starts a new
+// one, which does not know the task: the task has failed.
+func TestTaskOfAServerRestartedByThePoll(t *testing.T) {
+	ts := newTaskServer("a", "600000")
+	g := gatewayWith(t, RouterOptions{}, ts)
+	alice := newSession(t, g)
+	id := startTask(t, alice)
+	inner := ts.handle
+	ts.handle = func(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+		ts.gen.Add(1) // the call restarted the process
+		return &wire.Response{Error: json.RawMessage(`{"code":-32602,"message":"Task not found: s-1"}`)}, nil
+	}
+	defer func() { ts.handle = inner }()
+	get := handle(t, alice, "tasks/get", `{"taskId":"`+id+`"}`)
+	if st, _ := wire.GetString(get.Result, "status"); st != "failed" {
+		t.Errorf("tasks/get = %s %s, want failed", get.Result, get.Error)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -407,5 +408,45 @@ func TestStatelessResultsNameTheGateway(t *testing.T) {
 	}
 	if content, _ := json.Marshal(result["content"]); !strings.Contains(string(content), `"text":"hi"`) {
 		t.Errorf("tools/call content = %s", content)
+	}
+}
+
+// A task of a server whose process died ends as failed, saying so: the new
+// process knows nothing of it.
+func TestTasksOfARestartedServerFail(t *testing.T) {
+	g := launchEverything(t)
+	c := newTaskClient(t, g.gw, `{}`, func(m string, _ json.RawMessage) (any, error) { return nil, fmt.Errorf("not asked: %s", m) })
+	created := c.ok("tools/call", map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "lost"}, "task": map[string]any{}})
+	id, _ := created["task"].(map[string]any)["taskId"].(string)
+	var killed []int
+	for pid, cmd := range g.children() {
+		if strings.Contains(cmd, "everything") {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed = append(killed, pid)
+			}
+		}
+	}
+	if len(killed) == 0 {
+		t.Fatalf("no everything server among the gateway's children: %v", g.children())
+	}
+	for _, pid := range killed {
+		for alive(pid) {
+			time.Sleep(10 * time.Millisecond) // waiting for the kill to land, not deciding anything
+		}
+	}
+	// A poll that reaches the process before the gateway has seen it die
+	// gets that failure (once: the process is then known down); the next
+	// starts a new process, which knows nothing of the task.
+	first := c.call("tasks/get", map[string]any{"taskId": id})
+	if first.Error != nil && !strings.Contains(first.Error.Message, `mcp server "everything" exited during the call`) {
+		t.Fatalf("tasks/get right after the crash: %+v", first.Error)
+	}
+	got := c.ok("tasks/get", map[string]any{"taskId": id})
+	if got["taskId"] != id || got["status"] != "failed" || got["statusMessage"] != `mcp server "everything" restarted since the task was created; the task is lost` {
+		t.Errorf("tasks/get of a task of a restarted server = %v", got)
+	}
+	res := c.call("tasks/result", map[string]any{"taskId": id})
+	if res.Error == nil || res.Error.Code != -32603 || !strings.Contains(res.Error.Message, "restarted since the task was created") {
+		t.Errorf("tasks/result of a task of a restarted server = %s %+v", res.Result, res.Error)
 	}
 }
