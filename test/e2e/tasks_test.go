@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -448,5 +450,56 @@ func TestTasksOfARestartedServerFail(t *testing.T) {
 	res := c.call("tasks/result", map[string]any{"taskId": id})
 	if res.Error == nil || res.Error.Code != -32603 || !strings.Contains(res.Error.Message, "restarted since the task was created") {
 		t.Errorf("tasks/result of a task of a restarted server = %s %+v", res.Result, res.Error)
+	}
+}
+
+// The TypeScript SDK's own tasks API through the gateway: callToolStream
+// of a task tool (created, polled, result), tasks/list, and a server's
+// sampling run as a task by the SDK's task store.
+func TestTasksWithTheTypeScriptClient(t *testing.T) {
+	g := launchEverything(t)
+	sdk, err := filepath.Abs(filepath.Join(npmBin, "..", "@modelcontextprotocol", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(npmBin, "node"), filepath.Join("testdata", "tasks-client.mjs"), sdk, g.url, g.token)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("the TypeScript client: %v\n%s\n%s\nlog:\n%s", err, out, stderr, g.log())
+	}
+	var seen struct {
+		TasksCapability map[string]any `json:"tasksCapability"`
+		Stream          []struct {
+			Type, TaskID, Status, Text, Related, Message string
+		} `json:"stream"`
+		Listed                []string `json:"listed"`
+		SamplingTaskRequested bool     `json:"samplingTaskRequested"`
+		Sampling              string   `json:"sampling"`
+	}
+	if err := json.Unmarshal(out, &seen); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if seen.TasksCapability["requests"] == nil {
+		t.Errorf("the client saw the tasks capability %v", seen.TasksCapability)
+	}
+	if len(seen.Stream) < 3 || seen.Stream[0].Type != "taskCreated" || !strings.HasPrefix(seen.Stream[0].TaskID, "gw-task-") {
+		t.Fatalf("callToolStream = %+v", seen.Stream)
+	}
+	id := seen.Stream[0].TaskID
+	last := seen.Stream[len(seen.Stream)-1]
+	if last.Type != "result" || !strings.Contains(last.Text, "# Research Report: sdk") || last.Related != id {
+		t.Errorf("callToolStream ended with %+v; want the report, related to %s", last, id)
+	}
+	if !slices.Contains(seen.Listed, id+":completed") {
+		t.Errorf("tasks/list = %v; want %s completed", seen.Listed, id)
+	}
+	if !seen.SamplingTaskRequested || !strings.Contains(seen.Sampling, "[COMPLETED]") || !strings.Contains(seen.Sampling, "sampled as a task by the TS client") {
+		t.Errorf("trigger-sampling-request-async (asked as a task: %v) = %s", seen.SamplingTaskRequested, seen.Sampling)
 	}
 }
