@@ -36,9 +36,15 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if !known {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
 	}
-	c, sess, err := g.targetOf(srv, method)
-	if err != nil && taskSess != nil {
-		c, sess, err = nil, taskSess, nil // a request of a task goes to its client
+	var (
+		c    *call
+		sess *Session
+		err  error
+	)
+	if taskSess != nil {
+		c, sess = taskSess.callOn(srv), taskSess // a request of a task goes to its client
+	} else {
+		c, sess, err = g.targetOf(srv, method)
 	}
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)

@@ -714,11 +714,19 @@ func (g *Gateway) serverTaskRequest(ctx context.Context, srv *server, method str
 
 // streamOn is the stream of the session's call in flight on srv, or nil.
 func (s *Session) streamOn(srv *server) Stream {
+	if c := s.callOn(srv); c != nil {
+		return c.stream
+	}
+	return nil
+}
+
+// callOn is the session's call in flight on srv, or nil.
+func (s *Session) callOn(srv *server) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.calls {
 		if c.server == srv {
-			return c.stream
+			return c
 		}
 	}
 	return nil

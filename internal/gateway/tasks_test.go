@@ -357,3 +357,37 @@ func TestTaskOfAServerRestartedByThePoll(t *testing.T) {
 		t.Errorf("tasks/get = %s %s, want failed", get.Result, get.Error)
 	}
 }
+
+// A server's request related to a task goes to the task's client, under the
+// gateway's id, even while another client's call is in flight on the server.
+func TestRequestOfATaskGoesToItsClient(t *testing.T) {
+	ts := newTaskServer("a", "600000")
+	g := gatewayWith(t, RouterOptions{}, ts)
+	alice := sessionWith(t, g, `{"elicitation":{}}`)
+	bob := sessionWith(t, g, `{"elicitation":{}}`)
+	id := startTask(t, alice)
+	srv := g.Router.server("a")
+	bobsCall := &call{sess: bob, server: srv, id: "9", stream: noStream{}, cancel: func() {}}
+	bob.track(bobsCall)
+	defer bob.untrack(bobsCall)
+	got := make(chan string, 1)
+	go func() {
+		m := <-alice.Outbox()
+		got <- string(m)
+		alice.HandleResponse(&wire.Message{ID: wire.Get(m, "id"), Result: json.RawMessage(`{"action":"accept","content":{}}`)})
+	}()
+	params := json.RawMessage(`{"message":"which?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"s-1"}}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound if it went to bob, who never answers
+	defer cancel()
+	if _, werr := g.serverRequest(ctx, srv, "elicitation/create", params); werr != nil {
+		t.Fatal(werr)
+	}
+	if m := <-got; !strings.Contains(m, `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
+		t.Errorf("alice got %s; want it related to her task %s", m, id)
+	}
+	select {
+	case m := <-bob.Outbox():
+		t.Errorf("bob got %s", m)
+	default:
+	}
+}
