@@ -1,17 +1,20 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -64,9 +67,31 @@ type Handler struct {
 	// holds) after this long without a request; 0 means never. A request
 	// in progress, an open GET stream included, keeps its session alive.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the open session-era sessions; an initialize
-	// beyond it is refused with 503. 0 means no limit.
+	// MaxSessions bounds the open session-era sessions. An initialize
+	// beyond it ends the idlest session of the tenant holding the most
+	// sessions, when that is another tenant holding more than the new
+	// session's; else the new session's tenant's own idlest session
+	// without a call in progress; failing that it is refused with 503.
+	// So no tenant is refused while another holds more. 0 means no limit.
 	MaxSessions int
+	// MaxSessionsPerTenant bounds one tenant's open sessions: a sandbox's
+	// (with Tenants), else a client identity's (the clientInfo.name its
+	// initialize sends). An initialize beyond it ends the tenant's own
+	// session idle for longest (without a call in progress; a session
+	// whose client only listens on a GET stream is idle), or is refused
+	// with 503 when every one has a call in progress. 0 means no limit.
+	MaxSessionsPerTenant int
+	// ReplayBytesPerStream, ReplayBytesPerSession and ReplayBytes bound
+	// the bytes the front keeps for clients resuming streams with
+	// Last-Event-ID: per stream, per session, and in all. Beyond one the
+	// oldest events go first: the stream's own, the session's oldest
+	// stream's, and over ReplayBytes those of the session holding the most
+	// of the tenant holding the most. Events a connected client has yet to
+	// read are its queue and are never dropped. A resume asking for a
+	// dropped event is refused with 409, naming the limit. 0 means no limit.
+	ReplayBytesPerStream  int64
+	ReplayBytesPerSession int64
+	ReplayBytes           int64
 	// PrimeAfter is how long a session-era request may go unanswered
 	// before its response becomes a resumable SSE stream, opened with a
 	// priming event (an id and a retry), so that a client whose connection
@@ -86,6 +111,12 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	tenants  map[tenantKey]*tenant
+	pending  int               // places taken by initializes in progress
+	evicted  map[string]string // recently evicted session ids → why, for their 404
+	evictLog []string          // their ids, oldest first
+
+	replayBytes atomic.Int64 // held by every session's resumable streams
 
 	initOnce    sync.Once
 	stop        chan struct{} // closed by Close: stops the janitor
@@ -275,8 +306,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(true)
+	defer sess.end(true)
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.SessionVersions, v) {
 		h.refuseVersion(w, m, v)
 		return
@@ -352,25 +383,29 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 
 // initialize answers initialize and returns the answer (for telemetry).
 func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) gateway.Reply {
-	if h.full() {
-		return h.refuseSession(w, m)
+	t, refusal := h.admit(h.tenantKey(gw, m))
+	if refusal != "" {
+		return h.refuseSession(w, m, refusal)
 	}
 	gs, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
+		h.unreserve(t)
 		writeRPCError(w, http.StatusOK, m.ID, werr)
 		return gateway.Reply{Error: werr.Marshal()}
 	}
-	s := &session{id: newSessionID(), gs: gs}
-	s.last.Store(time.Now().UnixNano())
+	s := &session{id: newSessionID(), gs: gs, h: h, tenant: t}
+	now := time.Now().UnixNano()
+	s.last.Store(now)
+	s.lastCall.Store(now)
 	h.mu.Lock()
-	if h.MaxSessions > 0 && len(h.sessions) >= h.MaxSessions { // another initialize took the last place
+	if h.tenants == nil { // Close ran meanwhile
 		h.mu.Unlock()
 		gs.Close()
-		return h.refuseSession(w, m)
+		return h.refuseSession(w, m, "this gateway is shutting down")
 	}
-	if h.sessions == nil {
-		h.sessions = map[string]*session{}
-	}
+	t.pending--
+	h.pending--
+	t.members[s] = struct{}{}
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	if h.SessionIdleTimeout > 0 {
@@ -385,23 +420,227 @@ func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire
 	return reply
 }
 
-// full reports whether the sessions are at MaxSessions.
-func (h *Handler) full() bool {
-	if h.MaxSessions <= 0 {
-		return false
+// maxClientName bounds the client identity a sandbox gateway keeps.
+const maxClientName = 128
+
+// tenantKey is whose quota a new session counts against: its sandbox (with
+// Tenants), else its client identity, the clientInfo.name of its
+// initialize. A client can claim any name; a name claimed by many clients
+// is one tenant, and a client inventing names is held by MaxSessions,
+// which takes places from the tenant holding the most, never from one
+// holding fewer than the newcomer.
+func (h *Handler) tenantKey(gw *gateway.Gateway, m *wire.Message) tenantKey {
+	if h.Tenants != nil {
+		return tenantKey{gw: gw}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions) >= h.MaxSessions
+	name, _ := wire.GetString(wire.Get(m.Params, "clientInfo"), "name")
+	if len(name) > maxClientName {
+		name = name[:maxClientName]
+	}
+	return tenantKey{gw: gw, client: name}
 }
 
-func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) gateway.Reply {
+// Why a session was evicted, as metrics and 404s name it.
+const (
+	evictPerTenant = "per_tenant"
+	evictTotal     = "total"
+)
+
+// admit takes a place for a new session of tenant k, ending the sessions
+// that must make room (see MaxSessions and MaxSessionsPerTenant); a
+// non-empty refusal says why there is none. The place is the caller's
+// until the session is added or unreserve gives it back.
+func (h *Handler) admit(k tenantKey) (_ *tenant, refusal string) {
+	type victim struct {
+		s     *session
+		limit string
+	}
+	var victims []victim
+	h.mu.Lock()
+	if h.sessions == nil {
+		h.sessions = map[string]*session{}
+		h.tenants = map[tenantKey]*tenant{}
+	}
+	t := h.tenants[k]
+	if t == nil {
+		t = &tenant{key: k, members: map[*session]struct{}{}}
+	}
+	if n := h.MaxSessionsPerTenant; n > 0 && t.held() >= n {
+		v := t.idlest(false)
+		if v == nil {
+			h.mu.Unlock()
+			h.Telemetry.SessionRefused(evictPerTenant)
+			return nil, fmt.Sprintf("%s holds its limit of %d sessions (--max-sessions-per-tenant) and each has a call in progress; retry later, or end unused sessions with DELETE", h.describe(k), n)
+		}
+		h.removeLocked(v)
+		h.rememberEvicted(v.id, fmt.Sprintf("%s reached its limit of %d sessions (--max-sessions-per-tenant) and this was its session idle for longest", h.describe(k), n))
+		victims = append(victims, victim{v, evictPerTenant})
+	}
+	if n := h.MaxSessions; n > 0 && len(h.sessions)+h.pending >= n {
+		var v *session
+		if heavy := h.heaviestLocked(t); heavy != nil {
+			v = heavy.idlest(true)
+		} else {
+			v = t.idlest(false)
+		}
+		if v == nil {
+			h.mu.Unlock()
+			h.Telemetry.SessionRefused(evictTotal)
+			return nil, fmt.Sprintf("this gateway holds its limit of %d sessions (--max-sessions), and no tenant holds more than %s, whose sessions all have a call in progress; retry later, or end unused sessions with DELETE", n, h.describe(k))
+		}
+		h.removeLocked(v)
+		h.rememberEvicted(v.id, fmt.Sprintf("this gateway reached its limit of %d sessions (--max-sessions) and this was the idlest session of the tenant holding the most", n))
+		victims = append(victims, victim{v, evictTotal})
+	}
+	h.tenants[k] = t
+	t.pending++
+	h.pending++
+	h.mu.Unlock()
+	for _, v := range victims {
+		h.Telemetry.SessionEvicted(v.limit)
+		h.logger().Info("session evicted to make room for a new one; its client must initialize again",
+			"session", v.s.logID(), "limit", v.limit, "tenant", h.describe(v.s.tenant.key), "idle", time.Since(time.Unix(0, v.s.lastCall.Load())).Round(time.Millisecond))
+		h.endSession(v.s)
+	}
+	return t, ""
+}
+
+// heaviestLocked returns the tenant holding the most sessions when it
+// holds more than t, of several such the one whose idlest session has
+// been idle longest; nil when none holds more. h.mu is held.
+func (h *Handler) heaviestLocked(t *tenant) *tenant {
+	var best *tenant
+	var bestIdle int64
+	for _, o := range h.tenants {
+		if o == t || o.held() <= t.held() || len(o.members) == 0 {
+			continue
+		}
+		idle := o.idlest(true).lastCall.Load()
+		if best == nil || o.held() > best.held() || (o.held() == best.held() && idle < bestIdle) {
+			best, bestIdle = o, idle
+		}
+	}
+	return best
+}
+
+// describe names a tenant in messages: its client identity; a sandbox's
+// gateway knows no name the front could give.
+func (h *Handler) describe(k tenantKey) string {
+	if h.Tenants != nil {
+		return "this sandbox"
+	}
+	return fmt.Sprintf("the client %q (its clientInfo.name)", k.client)
+}
+
+// unreserve gives back a place admit took for a session that did not start.
+func (h *Handler) unreserve(t *tenant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tenants == nil {
+		return
+	}
+	t.pending--
+	h.pending--
+	if t.held() == 0 {
+		delete(h.tenants, t.key)
+	}
+}
+
+// maxEvictedKept bounds the evicted session ids kept for a clearer 404.
+const maxEvictedKept = 1024
+
+// removeLocked takes a session out of the handler; h.mu is held. The
+// caller ends it (endSession) once h.mu is released.
+func (h *Handler) removeLocked(s *session) {
+	delete(h.sessions, s.id)
+	t := s.tenant
+	delete(t.members, s)
+	if t.held() == 0 && h.tenants[t.key] == t {
+		delete(h.tenants, t.key)
+	}
+}
+
+// rememberEvicted keeps an evicted session's id, so that its client's next
+// request learns why its session is gone; h.mu is held.
+func (h *Handler) rememberEvicted(id, why string) {
+	if h.evicted == nil {
+		h.evicted = map[string]string{}
+	}
+	h.evicted[id] = why
+	h.evictLog = append(h.evictLog, id)
+	if len(h.evictLog) > maxEvictedKept {
+		delete(h.evicted, h.evictLog[0])
+		h.evictLog = slices.Delete(h.evictLog, 0, 1)
+	}
+}
+
+// endSession ends a session taken out of the handler.
+func (h *Handler) endSession(s *session) {
+	s.release()
+	s.gs.Close()
+}
+
+func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message, why string) gateway.Reply {
 	w.Header().Set("Retry-After", "10")
-	e := wire.Errorf(wire.CodeInternalError,
-		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions)
+	e := wire.Errorf(wire.CodeInternalError, "%s", why)
 	writeRPCError(w, http.StatusServiceUnavailable, m.ID, e)
 	return gateway.Reply{Error: e.Marshal()}
 }
+
+// enforceReplay keeps s's session and the whole front within their replay
+// byte budgets after one of s's streams grew (see ReplayBytes).
+func (h *Handler) enforceReplay(s *session) {
+	if b := h.ReplayBytesPerSession; b > 0 {
+		if over := s.bytes.Load() - b; over > 0 {
+			s.trim(over, limitSession)
+		}
+	}
+	total := h.ReplayBytes
+	if total <= 0 {
+		return
+	}
+	over := h.replayBytes.Load() - total
+	if over <= 0 {
+		return
+	}
+	// A little more than the excess, so that a front at its budget does
+	// not search for the heaviest session on every event.
+	need := over + total/32
+	for _, v := range h.replayVictims() {
+		if need -= v.trim(need, limitTotal); need <= 0 {
+			return
+		}
+	}
+}
+
+// replayVictims lists the sessions holding replay bytes in the order the
+// total budget takes from them: by tenant, the tenant holding the most
+// first, and within it the session holding the most first.
+func (h *Handler) replayVictims() []*session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ts := make([]*tenant, 0, len(h.tenants))
+	for _, t := range h.tenants {
+		if t.bytes.Load() > 0 {
+			ts = append(ts, t)
+		}
+	}
+	slices.SortFunc(ts, func(a, b *tenant) int { return cmp.Compare(b.bytes.Load(), a.bytes.Load()) })
+	var out []*session
+	for _, t := range ts {
+		start := len(out)
+		for s := range t.members {
+			if s.bytes.Load() > 0 {
+				out = append(out, s)
+			}
+		}
+		slices.SortFunc(out[start:], func(a, b *session) int { return cmp.Compare(b.bytes.Load(), a.bytes.Load()) })
+	}
+	return out
+}
+
+// ReplayBytesHeld is what the front's resumable streams hold for replay.
+func (h *Handler) ReplayBytesHeld() int64 { return h.replayBytes.Load() }
 
 // janitor ends the sessions idle for longer than timeout, until Close.
 func (h *Handler) janitor(timeout time.Duration) {
@@ -421,17 +660,17 @@ func (h *Handler) janitor(timeout time.Duration) {
 func (h *Handler) expire(before time.Time) {
 	var ended []*session
 	h.mu.Lock()
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.busy.Load() == 0 && s.last.Load() < before.UnixNano() {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
 		h.logger().Info("session expired: no request for the session idle timeout; its client must initialize again",
 			"session", s.logID(), "timeout", h.SessionIdleTimeout)
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -449,8 +688,13 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Ga
 	}
 	h.mu.Lock()
 	sess := h.sessions[id]
+	why := h.evicted[id]
 	h.mu.Unlock()
 	if sess == nil || sess.gs.Gateway() != gw {
+		if why != "" && sess == nil {
+			writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: the gateway ended it to make room for a new session (%s); send initialize to start a new one", why))
+			return nil, false
+		}
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}
@@ -463,9 +707,11 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, gw *gatewa
 		return
 	}
 	h.mu.Lock()
-	delete(h.sessions, sess.id)
+	if h.sessions[sess.id] == sess {
+		h.removeLocked(sess)
+	}
 	h.mu.Unlock()
-	sess.gs.Close()
+	h.endSession(sess)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -478,14 +724,14 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(false)
+	defer sess.end(false)
 	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
 	var ev *events
-	var from uint64
+	var wr *writer
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		id, seq, ok := parseEventID(last)
 		if ok {
@@ -496,12 +742,16 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 				"Last-Event-ID %q names no stream of this session that can be resumed (it ended or was never opened); open a GET stream without it", last))
 			return
 		}
-		from = seq + 1
+		var gap *replayGap
+		if wr, gap = ev.resume(seq + 1); gap != nil {
+			h.refuseGap(w, last, id, gap)
+			return
+		}
 	} else {
 		ev = h.newEvents(sess.newStreamID('g'), sess.logID())
 		sess.keep(ev)
+		wr = ev.attach(0)
 	}
-	wr := ev.attach(from)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -518,20 +768,44 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 	}
 }
 
+// refuseGap answers a resume asking for events the replay budget dropped:
+// 409, with a JSON-RPC error naming the limit and the oldest event kept
+// (resuming from just before it accepts the gap).
+func (h *Handler) refuseGap(w http.ResponseWriter, last, stream string, gap *replayGap) {
+	var why string
+	switch gap.limit {
+	case limitStream:
+		why = fmt.Sprintf("the replay budget of %d bytes per stream (%s)", h.ReplayBytesPerStream, flagPerStream)
+	case limitSession:
+		why = fmt.Sprintf("the replay budget of %d bytes per session (%s)", h.ReplayBytesPerSession, flagPerSession)
+	case limitTotal:
+		why = fmt.Sprintf("the gateway's replay budget of %d bytes (%s)", h.ReplayBytes, flagReplayTotal)
+	default:
+		why = fmt.Sprintf("the stream's replay buffer of %d messages", streamBuffer)
+	}
+	data, _ := json.Marshal(map[string]any{"lastEventId": last, "oldestKeptEventId": fmt.Sprintf("%s-%d", stream, gap.first), "limit": gap.limit})
+	writeRPCError(w, http.StatusConflict, nil, &wire.Error{
+		Code: wire.CodeInvalidRequest,
+		Message: fmt.Sprintf("Last-Event-ID %q cannot be resumed: events after it were dropped by %s, so resuming would skip messages; "+
+			"call again, or raise the limit (resuming from Last-Event-ID %s-%d accepts the gap)", last, why, stream, gap.first-1),
+		Data: data,
+	})
+}
+
 // Forget drops the sessions of a gateway that is going away (a removed
 // sandbox's), ending them.
 func (h *Handler) Forget(gw *gateway.Gateway) {
 	h.mu.Lock()
 	var ended []*session
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.gs.Gateway() == gw {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -541,10 +815,10 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.stop) })
 	h.mu.Lock()
 	sessions := h.sessions
-	h.sessions = nil
+	h.sessions, h.tenants, h.pending = nil, nil, 0
 	h.mu.Unlock()
 	for _, s := range sessions {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
