@@ -117,6 +117,7 @@ type Handler struct {
 	evictLog []string          // their ids, oldest first
 
 	replayBytes atomic.Int64 // held by every session's resumable streams
+	watchOnce   sync.Once    // registers ReplayBytesHeld with the metrics
 
 	initOnce    sync.Once
 	stop        chan struct{} // closed by Close: stops the janitor
@@ -455,6 +456,7 @@ func (h *Handler) admit(k tenantKey) (_ *tenant, refusal string) {
 		s     *session
 		limit string
 	}
+	h.watchOnce.Do(func() { h.Telemetry.WatchReplay(h.ReplayBytesHeld) })
 	var victims []victim
 	h.mu.Lock()
 	if h.sessions == nil {
@@ -587,30 +589,48 @@ func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message, why stri
 	return gateway.Reply{Error: e.Marshal()}
 }
 
-// enforceReplay keeps s's session and the whole front within their replay
-// byte budgets after one of s's streams grew (see ReplayBytes).
-func (h *Handler) enforceReplay(s *session) {
-	if b := h.ReplayBytesPerSession; b > 0 {
-		if over := s.bytes.Load() - b; over > 0 {
-			s.trim(over, limitSession)
+// reserveReplay counts cost more replay bytes for session s, first
+// dropping the oldest events its budget and the front's need dropped for
+// them to fit (see ReplayBytes). Only when nothing more may be dropped
+// (what is left is connected clients' queues) is a budget exceeded.
+func (h *Handler) reserveReplay(s *session, cost int64) {
+	reserve(&s.bytes, h.ReplayBytesPerSession, cost, func(n int64) int64 { return s.trim(n, limitSession) })
+	reserve(&h.replayBytes, h.ReplayBytes, cost, func(n int64) int64 {
+		// A little more than needed, so that a front at its budget does
+		// not search for the heaviest session on every event.
+		n += h.ReplayBytes / 32
+		freed := int64(0)
+		for _, v := range h.replayVictims() {
+			if freed += v.trim(n-freed, limitTotal); freed >= n {
+				break
+			}
+		}
+		return freed
+	})
+	s.tenant.bytes.Add(cost)
+}
+
+// reserve adds cost to counter unless that takes it beyond limit (0: none):
+// then it first has trim free the excess, and adds anyway when there is
+// nothing left to free. Concurrent reservations never take it beyond limit
+// together while there is something to free.
+func reserve(counter *atomic.Int64, limit, cost int64, trim func(int64) int64) {
+	for trims := 0; ; {
+		cur := counter.Load()
+		if limit <= 0 || cur+cost <= limit {
+			if counter.CompareAndSwap(cur, cur+cost) {
+				return
+			}
+			continue
+		}
+		if trims++; trims > 16 {
+			break
+		}
+		if trim(cur+cost-limit) == 0 && counter.Load() == cur {
+			break // nothing to drop, and nobody else dropped anything meanwhile
 		}
 	}
-	total := h.ReplayBytes
-	if total <= 0 {
-		return
-	}
-	over := h.replayBytes.Load() - total
-	if over <= 0 {
-		return
-	}
-	// A little more than the excess, so that a front at its budget does
-	// not search for the heaviest session on every event.
-	need := over + total/32
-	for _, v := range h.replayVictims() {
-		if need -= v.trim(need, limitTotal); need <= 0 {
-			return
-		}
-	}
+	counter.Add(cost)
 }
 
 // replayVictims lists the sessions holding replay bytes in the order the

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -215,8 +217,8 @@ func TestReplayBudgets(t *testing.T) {
 		!strings.Contains(msg.Error.Message, `Last-Event-ID "p1-0" cannot be resumed: events after it were dropped by the replay budget of 20480 bytes per stream (--replay-bytes-per-stream)`) {
 		t.Fatalf("resume past dropped events: %d %s; want 409 naming the limit", w.Code, w.Body)
 	}
-	stream, first, _ := parseEventID(msg.Error.Data.OldestKeptEventID)
-	w = do(h, "GET", "", "Mcp-Session-Id", sid, "Last-Event-ID", fmt.Sprintf("%s-%d", stream, first-1))
+	streamID, first, _ := parseEventID(msg.Error.Data.OldestKeptEventID)
+	w = do(h, "GET", "", "Mcp-Session-Id", sid, "Last-Event-ID", fmt.Sprintf("%s-%d", streamID, first-1))
 	ids, data := parseSSE(t, w.Body.String())
 	if w.Code != http.StatusOK || len(data) < 10 || ids[0] != msg.Error.Data.OldestKeptEventID || data[len(data)-1] != `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}` {
 		t.Fatalf("resume from the oldest kept event: %d, %d events from %v; want the rest, the answer last", w.Code, len(data), ids[:min(1, len(ids))])
@@ -263,6 +265,55 @@ func TestReplayBudgets(t *testing.T) {
 	}
 	if held := h.ReplayBytesHeld(); held != 0 {
 		t.Errorf("replay bytes held after every session ended: %d, want 0", held)
+	}
+
+	// Many sessions at once, each with streams its client abandoned: at no
+	// moment does the front hold more than its budget.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sessions []string
+	for i := range 4 {
+		sid := initAs(t, h, fmt.Sprint("c", i%2))
+		sessions = append(sessions, sid)
+		streams := []*stream{abandoned(t, h, sid, 1000+2*i), abandoned(t, h, sid, 1001+2*i)}
+		wg.Go(func() {
+			for j := range 200 {
+				_ = streams[j%2].Send(logMsg(j, 500+j*7%1500))
+			}
+		})
+	}
+	var most int64
+	go func() {
+		defer close(done)
+		for {
+			held := h.ReplayBytesHeld()
+			mu.Lock()
+			most = max(most, held)
+			mu.Unlock()
+			runtime.Gosched()
+			if h.mu.TryLock() {
+				all := 0
+				for _, s := range h.sessions {
+					if b := s.bytes.Load(); b > 50<<10 {
+						t.Errorf("a session holds %d replay bytes, beyond its budget", b)
+					}
+					all++
+				}
+				h.mu.Unlock()
+				if all == 0 {
+					return
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	for _, sid := range sessions {
+		do(h, "DELETE", "", "Mcp-Session-Id", sid)
+	}
+	<-done
+	if most > 120<<10 || most < 60<<10 {
+		t.Errorf("with four sessions filling their streams at once the front held up to %d replay bytes; want at most its budget %d, and most of it", most, 120<<10)
 	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))

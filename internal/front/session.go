@@ -127,12 +127,11 @@ func (s *session) release() {
 }
 
 // charge counts n more replay bytes (fewer when negative) for the session,
-// its tenant and the handler; the stream's lock is held.
+// its tenant and the handler.
 func (s *session) charge(n int64) {
 	s.bytes.Add(n)
 	s.tenant.bytes.Add(n)
 	s.h.replayBytes.Add(n)
-	s.h.Telemetry.ReplayBytes(n)
 }
 
 // trim drops the oldest events of the session's streams, oldest stream

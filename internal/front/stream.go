@@ -220,12 +220,18 @@ func (h *Handler) newEvents(id, session string) *events {
 	if id != "" {
 		e.buf = append(e.buf, event{seq: 0}) // the priming event
 		e.next = 1
-		e.bytes = eventOverhead
 	}
 	return e
 }
 
-func eventCost(data []byte) int64 { return int64(len(data)) + eventOverhead }
+// eventCost is what an event counts in the replay budgets; the priming
+// event (no data) counts nothing, so a new stream starts at zero.
+func eventCost(data []byte) int64 {
+	if data == nil {
+		return 0
+	}
+	return int64(len(data)) + eventOverhead
+}
 
 // count makes the stream's bytes count against s's replay budget; s.mu is held.
 func (e *events) count(s *session) {
@@ -298,13 +304,14 @@ func (e *events) trim(n int64, limit string) int64 {
 	return e.dropOldest(k, limit)
 }
 
-// trimToLimit keeps the stream within its own byte budget; e.mu is held.
-func (e *events) trimToLimit() {
-	if e.limit <= 0 || e.bytes <= e.limit {
+// makeRoom drops the stream's oldest events, those it may, so that cost
+// more bytes stay within its own budget; e.mu is held.
+func (e *events) makeRoom(cost int64) {
+	if e.limit <= 0 || e.bytes+cost <= e.limit {
 		return
 	}
 	k, d := 0, e.droppable()
-	for over := e.bytes - e.limit; k < d && over > 0; k++ {
+	for over := e.bytes + cost - e.limit; k < d && over > 0; k++ {
 		over -= eventCost(e.buf[k].data)
 	}
 	e.dropOldest(k, limitStream)
@@ -338,9 +345,27 @@ func (e *events) resume(from uint64) (*writer, *replayGap) {
 // client timeout is given up; before that a full queue refuses the
 // message. Without a writer, the oldest event makes room.
 func (e *events) add(data []byte, last bool) error {
+	cost := eventCost(data)
 	e.mu.Lock()
+	acct := e.acct
+	e.mu.Unlock()
+	if acct != nil {
+		// Room in the session's and the front's budgets first, so that
+		// neither ever holds more than its budget, not even for a moment.
+		e.h.reserveReplay(acct, cost)
+	}
+	e.mu.Lock()
+	if e.acct != acct { // no longer resumable meanwhile: nothing to count
+		if acct != nil {
+			acct.charge(-cost)
+		}
+		acct = nil
+	}
 	if e.ended {
 		e.mu.Unlock()
+		if acct != nil {
+			acct.charge(-cost)
+		}
 		return errStreamClosed
 	}
 	var slow *slowClient
@@ -351,22 +376,21 @@ func (e *events) add(data []byte, last bool) error {
 		}
 		if now.Sub(e.fullSince) < e.timeout {
 			e.mu.Unlock()
+			if acct != nil {
+				acct.charge(-cost)
+			}
 			return errStreamFull
 		}
 		slow = &slowClient{fmt.Sprintf("its queue of %d messages stayed full for %s", streamBuffer, e.timeout)}
 		e.drop(w, slow)
 	}
+	e.makeRoom(cost)
 	e.buf = append(e.buf, event{seq: e.next, data: data})
 	e.next++
-	cost := eventCost(data)
-	e.bytes += cost
-	if e.acct != nil {
-		e.acct.charge(cost)
-	}
+	e.bytes += cost // already charged to acct
 	if len(e.buf) > streamBuffer+1 {
 		e.dropOldest(1, limitEvents)
 	}
-	e.trimToLimit()
 	e.ended = last
 	if w := e.writer; w != nil {
 		select {
@@ -374,13 +398,9 @@ func (e *events) add(data []byte, last bool) error {
 		default:
 		}
 	}
-	acct := e.acct
 	e.mu.Unlock()
 	if slow != nil {
 		e.gaveUp(slow)
-	}
-	if acct != nil {
-		e.h.enforceReplay(acct)
 	}
 	return nil
 }

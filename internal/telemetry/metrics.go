@@ -337,10 +337,12 @@ func (c sessionCollector) Collect(ch chan<- prometheus.Metric) {
 // for resuming streams, with the events dropped from them unsent (by the
 // limit: events, stream, session, total).
 type quotaMetrics struct {
-	evicted     *prometheus.CounterVec
-	refused     *prometheus.CounterVec
-	replayBytes prometheus.Gauge
-	dropped     *prometheus.CounterVec
+	evicted *prometheus.CounterVec
+	refused *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+
+	mu     sync.Mutex
+	replay []func() int64 // the fronts' replay bytes, read at every scrape
 }
 
 func newQuotaMetrics(reg prometheus.Registerer) *quotaMetrics {
@@ -353,16 +355,24 @@ func newQuotaMetrics(reg prometheus.Registerer) *quotaMetrics {
 			Name: "mcp_gateway_sessions_refused_total",
 			Help: "Initialize requests answered 503 because the limit was reached and no session could be ended for them, by the limit.",
 		}, []string{"limit"}),
-		replayBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcp_gateway_replay_bytes",
-			Help: "Bytes held for clients resuming streams with Last-Event-ID (bounded by --replay-bytes).",
-		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_gateway_replay_events_dropped_total",
 			Help: "Events dropped from replay buffers before any connection wrote them, by the limit (events: 256 per stream; stream, session, total: the --replay-bytes flags).",
 		}, []string{"limit"}),
 	}
-	reg.MustRegister(q.evicted, q.refused, q.replayBytes, q.dropped)
+	replayBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcp_gateway_replay_bytes",
+		Help: "Bytes held for clients resuming streams with Last-Event-ID (bounded by --replay-bytes).",
+	}, func() float64 {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		var n int64
+		for _, f := range q.replay {
+			n += f()
+		}
+		return float64(n)
+	})
+	reg.MustRegister(q.evicted, q.refused, q.dropped, replayBytes)
 	return q
 }
 
@@ -380,10 +390,14 @@ func (t *Telemetry) SessionRefused(limit string) {
 	}
 }
 
-// ReplayBytes adds n (negative: takes) to the bytes held for replay.
-func (t *Telemetry) ReplayBytes(n int64) {
+// WatchReplay adds a source of the bytes held for replay (a front's),
+// read at every scrape.
+func (t *Telemetry) WatchReplay(held func() int64) {
 	if t != nil && t.Metrics != nil {
-		t.Metrics.quota.replayBytes.Add(float64(n))
+		q := t.Metrics.quota
+		q.mu.Lock()
+		q.replay = append(q.replay, held)
+		q.mu.Unlock()
 	}
 }
 
