@@ -488,7 +488,7 @@ func (h *Handler) admit(k tenantKey) (_ *tenant, refusal string) {
 		if v == nil {
 			h.mu.Unlock()
 			h.Telemetry.SessionRefused(evictTotal)
-			return nil, fmt.Sprintf("this gateway holds its limit of %d sessions (--max-sessions), and no tenant holds more than %s, whose sessions all have a call in progress; retry later, or end unused sessions with DELETE", n, h.describe(k))
+			return nil, fmt.Sprintf("this gateway holds its limit of %d sessions (--max-sessions), %s holds as many as any other, and each of its sessions has a call in progress; retry later, or end unused sessions with DELETE", n, h.describe(k))
 		}
 		h.removeLocked(v)
 		h.rememberEvicted(v.id, fmt.Sprintf("this gateway reached its limit of %d sessions (--max-sessions) and this was the idlest session of the tenant holding the most", n))
