@@ -171,6 +171,12 @@ type httpFlags struct {
 	slowClientTimeout  time.Duration
 	sessionIdleTimeout time.Duration
 	maxSessions        int
+	// The per-tenant quotas of sessions and of the bytes kept to replay
+	// streams (front.Handler's fields of the same names).
+	maxSessionsPerTenant  int
+	replayBytesPerStream  int64
+	replayBytesPerSession int64
+	replayBytes           int64
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -180,7 +186,11 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the longest idle one, or is answered 503 if all are serving requests (0: no limit)")
 	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
 	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
-	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond is answered 503 (0: no limit)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond ends the idlest session of the tenant holding the most, or is answered 503 (0: no limit)")
+	fs.IntVar(&f.maxSessionsPerTenant, "max-sessions-per-tenant", 100, "open sessions of one tenant at most (host: a sandbox; serve: a client identity, its initialize's clientInfo.name); an initialize beyond ends the tenant's session idle for longest (0: no limit)")
+	fs.Int64Var(&f.replayBytesPerStream, "replay-bytes-per-stream", 1<<20, "bytes kept per SSE stream for a client resuming it with Last-Event-ID; beyond, its oldest events are dropped (0: no limit)")
+	fs.Int64Var(&f.replayBytesPerSession, "replay-bytes-per-session", 4<<20, "bytes kept for replay per client session, its streams together; beyond, its oldest stream's oldest events are dropped (0: no limit)")
+	fs.Int64Var(&f.replayBytes, "replay-bytes", 64<<20, "bytes kept for replay by the whole gateway; beyond, the oldest events of the tenant holding the most are dropped (0: no limit)")
 }
 
 // args renders the flags for the serving process.
@@ -193,6 +203,10 @@ func (f *httpFlags) args() []string {
 		"--slow-client-timeout=" + f.slowClientTimeout.String(),
 		"--session-idle-timeout=" + f.sessionIdleTimeout.String(),
 		fmt.Sprintf("--max-sessions=%d", f.maxSessions),
+		fmt.Sprintf("--max-sessions-per-tenant=%d", f.maxSessionsPerTenant),
+		fmt.Sprintf("--replay-bytes-per-stream=%d", f.replayBytesPerStream),
+		fmt.Sprintf("--replay-bytes-per-session=%d", f.replayBytesPerSession),
+		fmt.Sprintf("--replay-bytes=%d", f.replayBytes),
 	}
 }
 
@@ -203,6 +217,8 @@ func (f *httpFlags) check() error {
 		return errors.New("--read-header-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
 	case f.maxHeaderBytes < 0, f.maxConnections < 0, f.maxSessions < 0:
 		return errors.New("--max-header-bytes, --max-connections and --max-sessions must not be negative")
+	case f.maxSessionsPerTenant < 0, f.replayBytesPerStream < 0, f.replayBytesPerSession < 0, f.replayBytes < 0:
+		return errors.New("--max-sessions-per-tenant, --replay-bytes-per-stream, --replay-bytes-per-session and --replay-bytes must not be negative")
 	}
 	return nil
 }
@@ -212,6 +228,10 @@ func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
 	h.SlowClientTimeout = f.slowClientTimeout
 	h.SessionIdleTimeout = f.sessionIdleTimeout
 	h.MaxSessions = f.maxSessions
+	h.MaxSessionsPerTenant = f.maxSessionsPerTenant
+	h.ReplayBytesPerStream = f.replayBytesPerStream
+	h.ReplayBytesPerSession = f.replayBytesPerSession
+	h.ReplayBytes = f.replayBytes
 	h.Logger = logger
 }
 

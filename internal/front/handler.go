@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -64,9 +65,31 @@ type Handler struct {
 	// holds) after this long without a request; 0 means never. A request
 	// in progress, an open GET stream included, keeps its session alive.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the open session-era sessions; an initialize
-	// beyond it is refused with 503. 0 means no limit.
+	// MaxSessions bounds the open session-era sessions. An initialize
+	// beyond it ends the idlest session of the tenant holding the most
+	// sessions, when that is another tenant holding more than the new
+	// session's; else the new session's tenant's own idlest session
+	// without a call in progress; failing that it is refused with 503.
+	// So no tenant is refused while another holds more. 0 means no limit.
 	MaxSessions int
+	// MaxSessionsPerTenant bounds one tenant's open sessions: a sandbox's
+	// (with Tenants), else a client identity's (the clientInfo.name its
+	// initialize sends). An initialize beyond it ends the tenant's own
+	// session idle for longest (without a call in progress; a session
+	// whose client only listens on a GET stream is idle), or is refused
+	// with 503 when every one has a call in progress. 0 means no limit.
+	MaxSessionsPerTenant int
+	// ReplayBytesPerStream, ReplayBytesPerSession and ReplayBytes bound
+	// the bytes the front keeps for clients resuming streams with
+	// Last-Event-ID: per stream, per session, and in all. Beyond one the
+	// oldest events go first: the stream's own, the session's oldest
+	// stream's, and over ReplayBytes those of the session holding the most
+	// of the tenant holding the most. Events a connected client has yet to
+	// read are its queue and are never dropped. A resume asking for a
+	// dropped event is refused with 409, naming the limit. 0 means no limit.
+	ReplayBytesPerStream  int64
+	ReplayBytesPerSession int64
+	ReplayBytes           int64
 	// PrimeAfter is how long a session-era request may go unanswered
 	// before its response becomes a resumable SSE stream, opened with a
 	// priming event (an id and a retry), so that a client whose connection
@@ -86,6 +109,13 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	tenants  map[tenantKey]*tenant
+	pending  int               // places taken by initializes in progress
+	evicted  map[string]string // recently evicted session ids → why, for their 404
+	evictLog []string          // their ids, oldest first
+
+	replayBytes atomic.Int64 // held by every session's resumable streams
+	watchOnce   sync.Once    // registers ReplayBytesHeld with the metrics
 
 	initOnce    sync.Once
 	stop        chan struct{} // closed by Close: stops the janitor
@@ -275,8 +305,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(true)
+	defer sess.end(true)
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.SessionVersions, v) {
 		h.refuseVersion(w, m, v)
 		return
@@ -352,25 +382,29 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 
 // initialize answers initialize and returns the answer (for telemetry).
 func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) gateway.Reply {
-	if h.full() {
-		return h.refuseSession(w, m)
+	t, refusal := h.admit(h.tenantKey(gw, m))
+	if refusal != "" {
+		return h.refuseSession(w, m, refusal)
 	}
 	gs, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
+		h.unreserve(t)
 		writeRPCError(w, http.StatusOK, m.ID, werr)
 		return gateway.Reply{Error: werr.Marshal()}
 	}
-	s := &session{id: newSessionID(), gs: gs}
-	s.last.Store(time.Now().UnixNano())
+	s := &session{id: newSessionID(), gs: gs, h: h, tenant: t}
+	now := time.Now().UnixNano()
+	s.last.Store(now)
+	s.lastCall.Store(now)
 	h.mu.Lock()
-	if h.MaxSessions > 0 && len(h.sessions) >= h.MaxSessions { // another initialize took the last place
+	if h.tenants == nil { // Close ran meanwhile
 		h.mu.Unlock()
 		gs.Close()
-		return h.refuseSession(w, m)
+		return h.refuseSession(w, m, "this gateway is shutting down")
 	}
-	if h.sessions == nil {
-		h.sessions = map[string]*session{}
-	}
+	t.pending--
+	h.pending--
+	t.members[s] = struct{}{}
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	if h.SessionIdleTimeout > 0 {
@@ -383,24 +417,6 @@ func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire
 	reply := gateway.Reply{Result: result}
 	writeReply(w, 0, m.ID, reply)
 	return reply
-}
-
-// full reports whether the sessions are at MaxSessions.
-func (h *Handler) full() bool {
-	if h.MaxSessions <= 0 {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions) >= h.MaxSessions
-}
-
-func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) gateway.Reply {
-	w.Header().Set("Retry-After", "10")
-	e := wire.Errorf(wire.CodeInternalError,
-		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions)
-	writeRPCError(w, http.StatusServiceUnavailable, m.ID, e)
-	return gateway.Reply{Error: e.Marshal()}
 }
 
 // janitor ends the sessions idle for longer than timeout, until Close.
@@ -421,17 +437,17 @@ func (h *Handler) janitor(timeout time.Duration) {
 func (h *Handler) expire(before time.Time) {
 	var ended []*session
 	h.mu.Lock()
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.busy.Load() == 0 && s.last.Load() < before.UnixNano() {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
 		h.logger().Info("session expired: no request for the session idle timeout; its client must initialize again",
 			"session", s.logID(), "timeout", h.SessionIdleTimeout)
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -449,8 +465,13 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Ga
 	}
 	h.mu.Lock()
 	sess := h.sessions[id]
+	why := h.evicted[id]
 	h.mu.Unlock()
 	if sess == nil || sess.gs.Gateway() != gw {
+		if why != "" && sess == nil {
+			writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: the gateway ended it to make room for a new session (%s); send initialize to start a new one", why))
+			return nil, false
+		}
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}
@@ -463,9 +484,11 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, gw *gatewa
 		return
 	}
 	h.mu.Lock()
-	delete(h.sessions, sess.id)
+	if h.sessions[sess.id] == sess {
+		h.removeLocked(sess)
+	}
 	h.mu.Unlock()
-	sess.gs.Close()
+	h.endSession(sess)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -478,14 +501,14 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(false)
+	defer sess.end(false)
 	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
 	var ev *events
-	var from uint64
+	var wr *writer
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		id, seq, ok := parseEventID(last)
 		if ok {
@@ -496,12 +519,16 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 				"Last-Event-ID %q names no stream of this session that can be resumed (it ended or was never opened); open a GET stream without it", last))
 			return
 		}
-		from = seq + 1
+		var gap *replayGap
+		if wr, gap = ev.resume(seq + 1); gap != nil {
+			h.refuseGap(w, last, id, gap)
+			return
+		}
 	} else {
 		ev = h.newEvents(sess.newStreamID('g'), sess.logID())
 		sess.keep(ev)
+		wr = ev.attach(0)
 	}
-	wr := ev.attach(from)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -523,15 +550,15 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 func (h *Handler) Forget(gw *gateway.Gateway) {
 	h.mu.Lock()
 	var ended []*session
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.gs.Gateway() == gw {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -541,10 +568,10 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.stop) })
 	h.mu.Lock()
 	sessions := h.sessions
-	h.sessions = nil
+	h.sessions, h.tenants, h.pending = nil, nil, 0
 	h.mu.Unlock()
 	for _, s := range sessions {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
