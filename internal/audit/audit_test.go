@@ -2,8 +2,10 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,5 +275,34 @@ func TestOpenLocksOneWriter(t *testing.T) {
 	l2.Close()
 	if res, _ := VerifyLog(path, ""); len(res.Problems) != 0 || res.Records != 3 {
 		t.Fatalf("chain %+v", res)
+	}
+}
+
+// When rotation drops the oldest file the gateway logs the hash the kept
+// files start from; verify --from that hash passes, without it fails.
+func TestRotationDropLogsTheHashToStartFrom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	var log bytes.Buffer
+	l, err := Open(path, Options{MaxBytes: 200, Keep: 2, Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, l, 8)
+	l.Close()
+	var from string
+	for line := range strings.Lines(log.String()) {
+		var m struct{ Msg, From string }
+		if json.Unmarshal([]byte(line), &m) == nil && strings.Contains(m.Msg, "oldest rotated file is dropped") {
+			from = m.From // the last one logged
+		}
+	}
+	if len(from) != 64 {
+		t.Fatalf("no hash logged when the oldest file was dropped:\n%s", log.String())
+	}
+	if res, _ := VerifyLog(path, ""); len(res.Problems) != 1 || !strings.Contains(res.Problems[0].What, "does not start at its genesis") {
+		t.Fatalf("without --from: %v", res.Problems)
+	}
+	if res, _ := VerifyLog(path, from); len(res.Problems) != 0 {
+		t.Fatalf("--from the logged hash: %v", res.Problems)
 	}
 }
