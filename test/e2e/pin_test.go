@@ -208,3 +208,46 @@ func TestOAuthPinnedByConfig(t *testing.T) {
 		t.Fatalf("pinned to B: %v %v", res, err)
 	}
 }
+
+// On a host, `server add --oauth-issuer` pins a person's authorization:
+// `auth` of a server whose metadata names another authorization server
+// fails before it prints a URL to open, naming the pinned issuer and what
+// to do; pinned to the one the server names, it authorizes as before.
+func TestHostOAuthPinnedIssuer(t *testing.T) {
+	srv := startCCServer(t, "unused", "unused")
+	other := startPinAS(t, pinClientID, pinSecret)
+	resp, err := http.Get(strings.Replace(srv.url, "/mcp", "/.well-known/oauth-protected-resource/mcp", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prm oauthex.ProtectedResourceMetadata
+	err = json.NewDecoder(resp.Body).Decode(&prm)
+	resp.Body.Close()
+	if err != nil || len(prm.AuthorizationServers) != 1 {
+		t.Fatalf("resource metadata %+v %v", prm, err)
+	}
+	named := prm.AuthorizationServers[0]
+
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth", "--oauth-issuer", other.url)
+	if info := h.mustCLI("", "server", "inspect", "prot"); !strings.Contains(info, `"issuer": "`+other.url+`"`) {
+		t.Errorf("server inspect does not show the pinned issuer:\n%s", info)
+	}
+	out, stderr, code := h.cli("", "auth", "prot")
+	if code == 0 || strings.Contains(out, "http") {
+		t.Fatalf("auth of a server naming another issuer: exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{`mcp server "prot"`, "authorization server " + named, "not the pinned " + other.url, "--oauth-issuer"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("auth stderr %q lacks %q", stderr, want)
+		}
+	}
+	if reqs, _ := other.seen(); len(reqs) != 0 {
+		t.Errorf("the pinned authorization server was asked %v", reqs)
+	}
+
+	h.mustCLI("", "server", "add", "prot", "--url", srv.url, "--allow-private-address", "--skip-auth", "--replace", "--oauth-issuer", named)
+	if out := authCLI(t, h, "prot"); !strings.Contains(out, `mcp server "prot" is authorized (issuer `+named) {
+		t.Fatalf("auth pinned to the server's issuer:\n%s", out)
+	}
+}
