@@ -239,7 +239,7 @@ func (d *hostDaemon) serve(ctx context.Context, h *host.Host, ln, control net.Li
 		d.flags.http.configure(fh, d.logger)
 	}
 	mcpSrv, mcpLn := d.flags.http.server(h.Handler(), ln, d.logger)
-	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
+	ctlSrv := &http.Server{Handler: h.ControlHandler(), ConnContext: host.ControlConnContext, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- mcpSrv.Serve(mcpLn) }()
 	go func() { served <- ctlSrv.Serve(control) }()

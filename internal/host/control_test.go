@@ -26,7 +26,7 @@ func serveControl(t *testing.T, h *Host) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h.ControlHandler()}
+	srv := &http.Server{Handler: h.ControlHandler(), ConnContext: ControlConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return NewClient(h.opts.Dir)
