@@ -25,7 +25,7 @@ func TestHTTPFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := httpFlags{
-		readHeaderTimeout: 10 * time.Second, idleTimeout: 120 * time.Second, maxHeaderBytes: 1 << 20,
+		readHeaderTimeout: 10 * time.Second, bodyReadTimeout: 10 * time.Second, idleTimeout: 120 * time.Second, maxHeaderBytes: 1 << 20,
 		maxConnections: 1024, slowClientTimeout: 10 * time.Second, sessionIdleTimeout: 30 * time.Minute, maxSessions: 10000,
 	}
 	if g.http != want {
@@ -47,6 +47,16 @@ func TestHTTPFlags(t *testing.T) {
 	var h front.Handler
 	logger := slog.New(slog.DiscardHandler)
 	want.configure(&h, logger)
+	if h.BodyReadTimeout != want.bodyReadTimeout {
+		t.Errorf("front.Handler: BodyReadTimeout %v, want %v", h.BodyReadTimeout, want.bodyReadTimeout)
+	}
+	noBodyLimit := want
+	noBodyLimit.bodyReadTimeout = 0
+	var unbounded front.Handler
+	noBodyLimit.configure(&unbounded, logger)
+	if unbounded.BodyReadTimeout >= 0 {
+		t.Errorf("--body-read-timeout=0 (no limit) gave the front BodyReadTimeout %v; want a negative one (its 0 is the default)", unbounded.BodyReadTimeout)
+	}
 	if h.SlowClientTimeout != want.slowClientTimeout || h.SessionIdleTimeout != want.sessionIdleTimeout || h.MaxSessions != want.maxSessions || h.Logger != logger {
 		t.Errorf("front.Handler: SlowClientTimeout %v, SessionIdleTimeout %v, MaxSessions %d, Logger set %v", h.SlowClientTimeout, h.SessionIdleTimeout, h.MaxSessions, h.Logger == logger)
 	}
@@ -56,7 +66,7 @@ func TestHTTPFlags(t *testing.T) {
 		t.Errorf("http.Server = %+v; want the flags' timeouts, no read or write timeout (streams), an ErrorLog", srv)
 	}
 
-	for _, bad := range [][]string{{"--max-connections=-1"}, {"--read-header-timeout=-1s"}} {
+	for _, bad := range [][]string{{"--max-connections=-1"}, {"--read-header-timeout=-1s"}, {"--body-read-timeout=-1s"}} {
 		var b gatewayFlags
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
 		b.registerHTTP(fs)
