@@ -107,8 +107,8 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// admit counts c in, evicting the longest-waiting silent connection if
-// the limit is reached; it returns nil when every connection is busy.
+// admit counts c in, evicting a connection (see evict) if the limit is
+// reached; it returns nil when every connection is authenticated and busy.
 func (l *connLimit) admit(c net.Conn) *limitedConn {
 	now := time.Now().UnixNano()
 	lc := &limitedConn{Conn: c, l: l, accepted: now}
