@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,9 @@ const DefaultSlowClientTimeout = 10 * time.Second
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 8 << 20
 
+// DefaultBodyReadTimeout is Handler.BodyReadTimeout's default.
+const DefaultBodyReadTimeout = 10 * time.Second
+
 // Handler serves /mcp and /health. Set its fields before serving.
 type Handler struct {
 	// Gateway answers every MCP message.
@@ -47,6 +51,12 @@ type Handler struct {
 	Token string
 	// MaxBodyBytes bounds a request body (413 beyond); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a request's body may take to arrive
+	// after its head: a POST whose body is not in by then gets 408 and its
+	// connection is closed. The bound is lifted once the body is read, so
+	// a long streamed response is not cut by it. 0 means
+	// DefaultBodyReadTimeout; negative, no bound.
+	BodyReadTimeout time.Duration
 	// Health returns the /health document: with detail (the request
 	// carries a valid bearer token, or authentication is off) everything it
 	// knows, without only what an anonymous caller may see (status and
@@ -163,6 +173,7 @@ var discard = slog.New(slog.DiscardHandler)
 
 // ServeHTTP routes /mcp and /health.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.startBodyDeadline(w, r)
 	switch r.URL.Path {
 	case "/health":
 		h.serveHealth(w, r)
@@ -171,6 +182,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/metrics":
 		h.serveMetrics(w, r)
 	default:
+		dropBody(w, r)
 		http.NotFound(w, r)
 	}
 }
@@ -180,6 +192,10 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 		forbidRebinding(w)
 		return
 	}
+	detail := h.gateway(r) != nil
+	if !detail {
+		dropBody(w, r)
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -187,7 +203,7 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	var doc any = map[string]string{"status": "ok"}
 	if h.Health != nil {
-		doc = h.Health(h.gateway(r) != nil)
+		doc = h.Health(detail)
 	}
 	writeJSON(w, http.StatusOK, doc)
 }
@@ -195,6 +211,7 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveMetrics serves the Prometheus metrics to a caller holding a token.
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if h.Metrics == nil {
+		dropBody(w, r)
 		http.NotFound(w, r)
 		return
 	}
@@ -203,8 +220,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.gateway(r) == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		unauthorized(w)
 		return
 	}
 	h.Metrics.ServeHTTP(w, r)
@@ -222,7 +238,7 @@ func (h *Handler) SessionCounts() map[string]int {
 }
 
 func forbidRebinding(w http.ResponseWriter) {
-	http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
+	refuseAndClose(w, http.StatusForbidden, "Forbidden: this loopback listener accepts only loopback Host and Origin headers")
 }
 
 func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
@@ -232,8 +248,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	gw := h.gateway(r)
 	if gw == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		unauthorized(w)
 		return
 	}
 	switch r.Method {
@@ -249,19 +264,22 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gateway returns the gateway the request's token opens, or nil.
+// gateway returns the gateway the request's token opens, or nil; a
+// request it opens one for marks its connection authenticated
+// (WithAuthMark).
 func (h *Handler) gateway(r *http.Request) *gateway.Gateway {
+	var gw *gateway.Gateway
 	if h.Tenants != nil {
-		token, ok := bearer(r)
-		if !ok {
-			return nil
+		if token, ok := bearer(r); ok {
+			gw = h.Tenants(token)
 		}
-		return h.Tenants(token)
+	} else if h.Token == "" || authorized(r, h.Token) {
+		gw = h.Gateway
 	}
-	if h.Token != "" && !authorized(r, h.Token) {
-		return nil
+	if gw != nil {
+		MarkAuthenticated(r.Context())
 	}
-	return h.Gateway
+	return gw
 }
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
@@ -270,8 +288,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		limit = DefaultMaxBodyBytes
 	}
 	body, err := readBody(w, r, limit)
-	if err != nil {
+	if err != nil { // the body deadline stays: net/http discards the rest under it
 		var tooBig *http.MaxBytesError
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, http.StatusRequestTimeout, nil, wire.Errorf(wire.CodeInvalidRequest,
+				"the request body did not arrive within %v of its head; send the whole body without pausing", h.bodyReadTimeout()))
+			return
+		}
 		if errors.As(err, &tooBig) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, wire.Errorf(wire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit))
 			return
@@ -279,6 +303,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeParseError, "reading the request body: %v", err))
 		return
 	}
+	h.endBodyDeadline(w, r)
 	m, err := wire.Parse(body)
 	if err != nil {
 		// Not JSON is a parse error; JSON that is no JSON-RPC message (a

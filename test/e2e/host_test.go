@@ -313,7 +313,8 @@ func TestHostMode(t *testing.T) {
 	h.mustCLI("", "load", "tester", "--sandbox", "dyn")
 	waitListChanged(t, changed, "load tester again")
 
-	// /health gives every sandbox's servers and their states, no error text.
+	// /health, with a sandbox's token, gives every sandbox's servers and
+	// their states, no error text.
 	var health struct {
 		Status    string
 		Sandboxes map[string]struct {
@@ -323,7 +324,9 @@ func TestHostMode(t *testing.T) {
 			Upstreams map[string]map[string]any
 		}
 	}
-	resp, err := http.Get(strings.TrimSuffix(h.url, "/mcp") + "/health")
+	healthReq, _ := http.NewRequest("GET", strings.TrimSuffix(h.url, "/mcp")+"/health", nil)
+	healthReq.Header.Set("Authorization", "Bearer "+st.token)
+	resp, err := http.DefaultClient.Do(healthReq)
 	if err != nil {
 		t.Fatal(err)
 	}
