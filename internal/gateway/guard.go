@@ -318,10 +318,15 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	return reply
 }
 
+// DeniedMeta is the _meta key of a refused tools/call's result: its value
+// is the refusal as the JSON-RPC error object any other method gets
+// (code, message, data).
+const DeniedMeta = "io.github.mcp-gateway/denied"
+
 // denied answers a call the guard refused, and counts it with the
 // Observer as a call that ended denied without reaching its server.
 func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, werr *wire.Error) Reply {
-	reply := errorReply(werr)
+	reply := deniedReply(m.Method, werr)
 	if o := s.gw.Observer; o != nil {
 		server := gi.Server
 		if server == "" {
@@ -335,6 +340,27 @@ func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, wer
 		end(CallEnd{Reply: reply, Denied: true})
 	}
 	return reply
+}
+
+// deniedReply is the answer to a refused call: a JSON-RPC error, except
+// for tools/call, whose refusal is a tool result with isError, so the
+// model reads why (clients hand a tool's result to the model, while a
+// JSON-RPC error is the client's, and some read it as a broken connection
+// or a reason to retry); the error itself rides in its _meta (DeniedMeta),
+// for programs that tell a refusal from a tool's own failure.
+func deniedReply(method string, werr *wire.Error) Reply {
+	if method != "tools/call" {
+		return errorReply(werr)
+	}
+	res, err := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": werr.Message}},
+		"isError": true,
+		"_meta":   map[string]json.RawMessage{DeniedMeta: werr.Marshal()},
+	})
+	if err != nil {
+		return errorReply(werr)
+	}
+	return Reply{Result: res}
 }
 
 // mayAsk reports whether a guard may ask the client during Admit (it has

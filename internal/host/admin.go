@@ -593,6 +593,11 @@ func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxC
 	if err := registry.ValidName("sandbox", req.Name); err != nil {
 		return nil, err
 	}
+	if req.Name == gateway.BuiltinServer {
+		// It names the gateway's own tools in logs, metrics and the audit
+		// log: a sandbox of that name would read as the gateway.
+		return nil, fmt.Errorf("sandbox name %q is reserved for the gateway itself; choose another name", req.Name)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.state.Sandboxes[req.Name] != nil {

@@ -591,7 +591,7 @@ func TestHostMetadataRegistration(t *testing.T) {
 	defer ts.Close()
 	standInLog := filepath.Join(t.TempDir(), "standin.log")
 	t.Setenv("STANDIN_LOG", standInLog)
-	h := startHost(t, filepath.Join(t.TempDir(), "state"))
+	h := startHost(t, filepath.Join(t.TempDir(), "state"), "--server-env", "STANDIN_LOG") // for the npx stand-in the daemon runs
 	out := h.mustCLI("", "server", "add", "mem", "--metadata", ts.URL+"/v0/servers/x")
 	if !strings.Contains(out, `registered mcp server "mem" (9 tools)`) {
 		t.Errorf("server add --metadata: %s", out)
