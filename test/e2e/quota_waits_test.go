@@ -201,8 +201,17 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		waitFor(wctx, t, how+": the call to leave the queue", func() bool {
-			out, _, _ := h.cli("", "approval", "ls", "--json")
-			return !strings.Contains(out, `"id":"`+id+`"`)
+			out, _, code := h.cli("", "approval", "ls", "--json")
+			var list []struct{ ID string }
+			if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+				return false
+			}
+			for _, r := range list {
+				if r.ID == id {
+					return false
+				}
+			}
+			return true
 		})
 		h.failCLI("its caller went away", "", "approval", "allow", id)
 	}
