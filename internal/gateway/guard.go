@@ -39,11 +39,14 @@ type GuardItem struct {
 	Server string          // the server's name ("" for a built-in tool)
 	Name   string          // the original name; a resource's URI
 	Def    json.RawMessage // its definition as listed (annotations); nil for a read of an unlisted URI
-	// Template is, for a resource that is not listed but matches a listed
-	// template, that template's URI template: a forbid of the template
-	// refuses its URIs too (it hides the template from the list; without
-	// this, a read of a URI made from it would go through).
+	// Template is, for a resource URI, another name of MCP::Resource it is
+	// decided by as well: a forbid of it refuses the URI too. It is a listed
+	// template the URI matches (a forbid hides the template from the list;
+	// without this, a read of a URI made from it would go through), or the
+	// first of the listed resources and templates its server could resolve
+	// it to that a forbid refuses (see resourceuri.go and decideCandidates).
 	Template string
+	settled  bool // decideCandidates has set Template
 }
 
 // GuardCall is one call the guard decides.
@@ -146,6 +149,44 @@ func (r *Router) resourceItem(srv *server, uri string) GuardItem {
 	return gi
 }
 
+// forbidder is a Guard that can tell quietly (no audit, nobody asked)
+// whether a forbid refuses a use of an item (internal/policy's Guard).
+type forbidder interface {
+	Forbids(c *GuardCall) bool
+}
+
+// decideCandidates makes a resource call decided by every listed resource
+// and template its server could resolve the URI to (resourceCandidates):
+// the first a forbid refuses becomes the call's Template, which the guard
+// honours (its forbid refuses the call, and is named in the error and the
+// audit record). A guard that cannot tell a forbid from the default is
+// given the first candidate, when the call has no Template yet.
+func (g *Gateway) decideCandidates(c *GuardCall) {
+	if c.Kind != GuardResource || c.settled {
+		return
+	}
+	c.settled = true
+	candidates := g.Router.resourceCandidates(c.Server, c.Name)
+	if len(candidates) == 0 {
+		return
+	}
+	f, ok := g.Guard.(forbidder)
+	if !ok {
+		if c.Template == "" {
+			c.Template = candidates[0]
+		}
+		return
+	}
+	for _, name := range candidates {
+		probe := *c
+		probe.GuardItem = GuardItem{Kind: GuardResource, Server: c.Server, Name: name}
+		if f.Forbids(&probe) {
+			c.Template = name
+			return
+		}
+	}
+}
+
 // GuardChanged computes the filtered lists again after the guard's
 // decisions changed (a policy was set or removed), and tells the clients
 // of each list that changed (see listView).
@@ -163,6 +204,9 @@ func (g *Gateway) GuardChanged() {
 // guarded runs a call through the guard: refused, or forwarded along rt
 // and reported.
 func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, gi GuardItem, rt route) Reply {
+	if werr := foldedArgument(m, gi); werr != nil {
+		return errorReply(werr) // what the guard would decide on is not what the server would read
+	}
 	guard := s.gw.Guard
 	if guard == nil {
 		return s.forward(ctx, m, stream, rt)
@@ -171,6 +215,7 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
+	s.gw.decideCandidates(c)
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
 	if s.stateless && canElicit && mayAsk(guard) {
 		return s.guardedStateless(ctx, m, stream, c, rt)
@@ -260,9 +305,10 @@ func (s *Session) guardedRef(ctx context.Context, m *wire.Message, gi GuardItem,
 		return run()
 	}
 	c := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: args, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
+	s.gw.decideCandidates(c)
 	done, werr := guard.Admit(ctx, c)
 	if werr != nil {
-		return s.denied(ctx, m, gi, werr)
+		return s.denied(ctx, m, c.GuardItem, werr)
 	}
 	reply := run()
 	if done != nil {
@@ -290,6 +336,10 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	value, _ := wire.GetString(wire.Get(m.Params, "argument"), "value")
 	args[name] = value
 	b, _ := json.Marshal(args)
+	// The candidates are settled once, so each value is decided the same way.
+	settled := &GuardCall{GuardItem: gi, Method: m.Method, Arguments: b, ClientInfo: s.clientInfo, Stateless: s.stateless, Refers: true}
+	s.gw.decideCandidates(settled)
+	gi = settled.GuardItem
 	reply := s.guardedRef(ctx, m, gi, b, func() Reply { return s.forward(ctx, m, stream, rt) })
 	q, ok := s.gw.Guard.(interface{ Permits(c *GuardCall) bool })
 	if reply.Result == nil || !ok {
@@ -323,10 +373,15 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	return reply
 }
 
+// DeniedMeta is the _meta key of a refused tools/call's result: its value
+// is the refusal as the JSON-RPC error object any other method gets
+// (code, message, data).
+const DeniedMeta = "io.github.mcp-gateway/denied"
+
 // denied answers a call the guard refused, and counts it with the
 // Observer as a call that ended denied without reaching its server.
 func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, werr *wire.Error) Reply {
-	reply := errorReply(werr)
+	reply := deniedReply(m.Method, werr)
 	if o := s.gw.Observer; o != nil {
 		server := gi.Server
 		if server == "" {
@@ -340,6 +395,27 @@ func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, wer
 		end(CallEnd{Reply: reply, Denied: true})
 	}
 	return reply
+}
+
+// deniedReply is the answer to a refused call: a JSON-RPC error, except
+// for tools/call, whose refusal is a tool result with isError, so the
+// model reads why (clients hand a tool's result to the model, while a
+// JSON-RPC error is the client's, and some read it as a broken connection
+// or a reason to retry); the error itself rides in its _meta (DeniedMeta),
+// for programs that tell a refusal from a tool's own failure.
+func deniedReply(method string, werr *wire.Error) Reply {
+	if method != "tools/call" {
+		return errorReply(werr)
+	}
+	res, err := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": werr.Message}},
+		"isError": true,
+		"_meta":   map[string]json.RawMessage{DeniedMeta: werr.Marshal()},
+	})
+	if err != nil {
+		return errorReply(werr)
+	}
+	return Reply{Result: res}
 }
 
 // mayAsk reports whether a guard may ask the client during Admit (it has

@@ -716,14 +716,27 @@ func (r *Router) instructions() string {
 }
 
 // resourceServer finds the server that serves a URI: the one listing it,
-// else the first whose template matches, else the only server offering
-// resources at all.
+// else the first whose template matches it, else the first listing it in
+// canonical form or whose template could match it under a loose reading
+// (see resourceuri.go), else the only server offering resources at all.
 func (r *Router) resourceServer(uri string) *server {
-	if it := r.view(kindResources).byKey[uri]; it != nil {
+	resources, templates := r.view(kindResources), r.view(kindTemplates)
+	if it := resources.byKey[uri]; it != nil {
 		return it.server
 	}
-	for _, it := range r.view(kindTemplates).items {
+	for _, it := range templates.items {
 		if it.match.matches(uri) {
+			return it.server
+		}
+	}
+	readings := uriReadings(uri)
+	for _, it := range resources.items {
+		if containsString(readings, it.canon) {
+			return it.server
+		}
+	}
+	for _, it := range templates.items {
+		if it.match.mayMatch(readings) {
 			return it.server
 		}
 	}

@@ -47,6 +47,7 @@ type item struct {
 	original string          // its key on its server
 	def      json.RawMessage // the definition as exposed (renamed when needed)
 	match    *uriTemplate    // for resource templates
+	canon    string          // for resources and templates: normalizeURI(original)
 	params   paramHeaderCache
 }
 
@@ -151,8 +152,11 @@ func buildView(lists []serverItems, kind *listKind, opts RouterOptions, claims n
 				}
 				it.def = renamed
 			}
-			if kind == kindTemplates {
-				it.match = parseURITemplate(key)
+			switch kind {
+			case kindTemplates:
+				it.match, it.canon = parseURITemplate(key), normalizeURI(key)
+			case kindResources:
+				it.canon = normalizeURI(key)
 			}
 			v.byKey[name] = it
 			v.items = append(v.items, it)

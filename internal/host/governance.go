@@ -442,9 +442,10 @@ func (h *Host) checkRegister(sandboxName, server string) error {
 // Approvals lists the calls waiting for approval.
 func (h *Host) Approvals() []policy.ApprovalRequest { return h.gov.queue.List() }
 
-// Answer approves or denies a waiting call.
-func (h *Host) Answer(id string, allow bool) error {
-	return h.gov.queue.Answer(id, allow, "host:"+currentUser())
+// Answer approves or denies a waiting call; by is who answered (the
+// control socket's peer, see controlUser), recorded as approvedBy.
+func (h *Host) Answer(id string, allow bool, by string) error {
+	return h.gov.queue.Answer(id, allow, by)
 }
 
 func currentUser() string {
@@ -483,9 +484,9 @@ func (h *Host) governanceRoutes(mux *http.ServeMux) {
 		answer(w, func() (any, error) {
 			switch r.PathValue("answer") {
 			case "allow":
-				return struct{}{}, h.Answer(r.PathValue("id"), true)
+				return struct{}{}, h.Answer(r.PathValue("id"), true, controlUser(r.Context()))
 			case "deny":
-				return struct{}{}, h.Answer(r.PathValue("id"), false)
+				return struct{}{}, h.Answer(r.PathValue("id"), false, controlUser(r.Context()))
 			}
 			return nil, fmt.Errorf("answer allow or deny, not %q", r.PathValue("answer"))
 		})
@@ -540,7 +541,7 @@ func (h *Host) audited(next http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		rec := &audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: action, Name: body.Name, Outcome: "ok"}
+		rec := &audit.Record{Type: "admin", Principal: controlUser(r.Context()), Action: action, Name: body.Name, Outcome: "ok"}
 		switch {
 		case r.PathValue("server") != "": // load, unload
 			rec.Name, rec.Detail = r.PathValue("server"), "sandbox "+r.PathValue("name")

@@ -155,7 +155,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
 	h.snapshotServers()
-	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes,
+	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes,
 		Telemetry: opts.Telemetry} // the metrics are the operator's: served by --metrics-listen, never to a sandbox's token
 	if opts.Telemetry != nil && opts.Telemetry.Metrics != nil {
 		opts.Telemetry.Metrics.WatchSessions(h.front.SessionCounts)
@@ -295,8 +295,14 @@ func (h *Host) HealthSandboxes() map[string]SandboxHealth {
 	return out
 }
 
-// health is the /health document: every sandbox with its servers' states.
-func (h *Host) health() any {
+// health is the /health document. Without a sandbox's token (detail
+// false) it says only that the host is up: the sandboxes' names and their
+// servers are not for anyone who can reach the port. With one, every
+// sandbox with its servers' states.
+func (h *Host) health(detail bool) any {
+	if !detail {
+		return map[string]string{"status": "ok"}
+	}
 	sandboxes := h.HealthSandboxes()
 	return map[string]any{"status": "ok", "sandboxes": sandboxes}
 }

@@ -142,3 +142,97 @@ func Delete(obj []byte, keys ...string) ([]byte, bool) {
 	}
 	return append(out, '}'), true
 }
+
+// EachMember calls f with each top-level member of the object obj, in
+// order, until f returns false: its name, decoded (a name without escapes
+// is a slice of obj, not a copy: f must not keep it past its call), and
+// its raw value. A malformed object ends the iteration early.
+func EachMember(obj []byte, f func(name []byte, value json.RawMessage) bool) {
+	for it := (members{obj: obj}); it.next(); {
+		name := it.key
+		if bytes.IndexByte(name, '\\') >= 0 {
+			s, ok := unquote(it.quoted)
+			if !ok {
+				return
+			}
+			name = []byte(s)
+		}
+		if !f(name, it.value) {
+			return
+		}
+	}
+}
+
+// EachItem calls f with each item of the array arr, in order, until f
+// returns false. Anything but a valid array ends it early.
+func EachItem(arr []byte, f func(i int, value json.RawMessage) bool) {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	for n, i := 0, skipSpace(arr, i+1); i < len(arr) && arr[i] != ']'; n++ {
+		end, err := skipValue(arr, i)
+		if err != nil || !f(n, arr[i:end]) {
+			return
+		}
+		if i = skipSpace(arr, end); i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
+		}
+	}
+}
+
+// FoldedMember returns the first top-level member name of obj that is not
+// the name of a member of declared but equal to one regardless of case, as
+// Go's encoding/json (so mcp-go's servers) matches names to struct fields:
+// ASCII letters in any case, and the runes that fold to them (ſ to s, the
+// Kelvin sign to k); want is that declared name. Names that are ASCII and
+// unescaped on both sides are compared without allocating.
+func FoldedMember(obj, declared []byte) (name, want string, ok bool) {
+	EachMember(obj, func(n []byte, _ json.RawMessage) bool {
+		exact, folded := false, ""
+		EachMember(declared, func(d []byte, _ json.RawMessage) bool {
+			switch {
+			case string(n) == string(d):
+				exact = true
+				return false
+			case folded == "" && equalFold(n, d):
+				folded = string(d)
+			}
+			return true
+		})
+		if !exact && folded != "" {
+			name, want, ok = string(n), folded, true
+			return false
+		}
+		return true
+	})
+	return name, want, ok
+}
+
+// equalFold reports whether two decoded names are equal regardless of
+// case as encoding/json matches them (foldName).
+func equalFold(a, b []byte) bool {
+	if len(a) == len(b) && isASCII(a) && isASCII(b) {
+		return asciiEqualFold(a, b)
+	}
+	if isASCII(a) && isASCII(b) {
+		return false
+	}
+	return foldName(string(a)) == foldName(string(b))
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// JoinPath appends a member's name to a path such as "params.arguments",
+// as Parse's errors name members: after a dot when it reads as an
+// identifier, else quoted in brackets.
+func JoinPath(path, name string) string {
+	return string(appendName([]byte(path), name))
+}

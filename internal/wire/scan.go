@@ -169,6 +169,7 @@ type members struct {
 	i          int
 	started    bool
 	key, value []byte
+	quoted     []byte // key with its quotes
 }
 
 func (it *members) next() bool {
@@ -189,7 +190,7 @@ func (it *members) next() bool {
 	if err != nil {
 		return false
 	}
-	it.key = b[i+1 : kend-1]
+	it.key, it.quoted = b[i+1:kend-1], b[i:kend]
 	i = skipSpace(b, kend)
 	if i >= len(b) || b[i] != ':' {
 		return false
@@ -222,24 +223,36 @@ const maxLinearNames = 16
 type frame struct {
 	open  byte  // '{' or '['
 	set   bool  // the object's names are in check's sets[depth]
+	vocab vocab // the names the gateway reads in the object
 	names int32 // the object's first name in check's names
 }
 
 // nameSpan is a member name in the message, quotes included.
 type nameSpan struct{ start, end int32 }
 
+// finding is the first member check found that makes a message mean
+// different things to different parsers.
+type finding struct {
+	at   int        // the offset of its name, or -1: none
+	kind repetition // what is wrong with it
+	want string     // for spelledButForCase: the name the gateway reads
+}
+
 // check reports whether b is exactly one JSON value, as json.Valid does
-// (fuzzed against it), and where the first member name is that repeats an
-// earlier name of its object (compared decoded: "n\u0061me" is "name"), or
-// -1; caseOnly when it repeats it but for case (counted within
-// maxCaseDepth). JSON parsers disagree on a repeated name (most keep the
-// last, some the first, the gateway's scanner finds the first), so a
-// message holding one can mean one thing to the gateway and another to a
-// server: Parse refuses it. One pass that allocates nothing for an ordinary
-// message, faster than json.Valid (BenchmarkParse).
-func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
+// (fuzzed against it), and the first member name (at, or -1) that repeats
+// an earlier name of its object (compared decoded: "n\u0061me" is "name"):
+// repeated, or repeatedButForCase when it repeats it but for case (counted
+// within caseDepth); or that is a name the gateway reads but for case
+// without being it (spelledButForCase, see vocabulary.go). JSON parsers
+// disagree on a repeated name (most keep the last, some the first, the
+// gateway's scanner finds the first), and some match names regardless of
+// case, so a message holding one can mean one thing to the gateway and
+// another to a server: Parse refuses it. One pass that allocates nothing
+// for an ordinary message, faster than json.Valid (BenchmarkParse).
+func check(b []byte, caseDepth int) (found finding, ok bool) {
+	found.at = -1
 	if len(b) > math.MaxInt32 {
-		return -1, false, false
+		return found, false
 	}
 	// The open objects and arrays, and the names of the open objects: on
 	// this stack unless the message is deep or has many names.
@@ -247,7 +260,8 @@ func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
 	var namesBuf [32]nameSpan
 	stack, names := stackBuf[:0], namesBuf[:0]
 	var sets []nameSet // by depth, for objects with a set
-	dup = -1
+	var key nameSpan   // the name of the member whose value is next
+	var keyPlain bool  // and whether it is plain (validName)
 	// name checks a member's name and its colon at b[i], notes the name in
 	// the innermost object, and returns the index of its value, or -1.
 	name := func(i int) int {
@@ -258,11 +272,17 @@ func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
 		if end < 0 {
 			return -1
 		}
-		if dup < 0 {
+		key, keyPlain = nameSpan{int32(i), int32(end)}, plain
+		if found.at < 0 {
+			f := &stack[len(stack)-1]
 			var r repetition
-			names, sets, r = note(b, i, end, plain, &stack[len(stack)-1], len(stack)-1, caseDepth, names, sets)
+			names, sets, r = note(b, i, end, plain, f, len(stack)-1, caseDepth, names, sets)
 			if r != noRepetition {
-				dup, caseOnly = i, r == repeatedButForCase
+				found = finding{at: i, kind: r}
+			} else if f.vocab != vocabNone {
+				if w := f.vocab.misspelled(b, i, end, plain); w != "" {
+					found = finding{at: i, kind: spelledButForCase, want: w}
+				}
 			}
 		}
 		i = skipSpace(b, end)
@@ -275,57 +295,65 @@ func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return dup, caseOnly, false
+			return found, false
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) == maxDepth {
-				return dup, caseOnly, false
+				return found, false
 			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				i++
 				break
 			}
-			stack = append(stack, frame{open: c, names: int32(len(names))})
+			fr := frame{open: c, names: int32(len(names))}
+			switch {
+			case c == '[':
+			case len(stack) == 0:
+				fr.vocab = vocabEnvelope
+			case stack[len(stack)-1].open == '{':
+				fr.vocab = stack[len(stack)-1].vocab.child(b, int(key.start), int(key.end), keyPlain)
+			}
+			stack = append(stack, fr)
 			if c == '{' {
 				if i = name(i); i < 0 {
-					return dup, caseOnly, false
+					return found, false
 				}
 			}
 			continue
 		case c == '"':
 			if i = validString(b, i); i < 0 {
-				return dup, caseOnly, false
+				return found, false
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return dup, caseOnly, false
+				return found, false
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return dup, caseOnly, false
+				return found, false
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return dup, caseOnly, false
+				return found, false
 			}
 			i += 4
 		default:
 			if i = validNumber(b, i); i < 0 {
-				return dup, caseOnly, false
+				return found, false
 			}
 		}
 		// After a value: close what it ends, then a comma or the end.
 		for {
 			i = skipSpace(b, i)
 			if len(stack) == 0 {
-				return dup, caseOnly, i == len(b)
+				return found, i == len(b)
 			}
 			if i >= len(b) {
-				return dup, caseOnly, false
+				return found, false
 			}
 			f := stack[len(stack)-1]
 			if b[i] == f.open+2 {
@@ -340,12 +368,12 @@ func check(b []byte, caseDepth int) (dup int, caseOnly, ok bool) {
 				continue
 			}
 			if b[i] != ',' {
-				return dup, caseOnly, false
+				return found, false
 			}
 			i = skipSpace(b, i+1)
 			if f.open == '{' {
 				if i = name(i); i < 0 {
-					return dup, caseOnly, false
+					return found, false
 				}
 			}
 			break
@@ -374,6 +402,7 @@ const (
 	noRepetition       repetition = iota
 	repeated                      // the same name again
 	repeatedButForCase            // the same name but for case, where that counts
+	spelledButForCase             // a name the gateway reads, but for case
 )
 
 // nameSet holds the names of an object with many names or with names that

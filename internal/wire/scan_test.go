@@ -12,7 +12,7 @@ import (
 // check's verdict alone, for the tests and benchmarks that compare it with
 // json.Valid.
 func valid(b []byte) bool {
-	_, _, ok := check(b, maxCaseDepth)
+	_, ok := check(b, maxCaseDepth)
 	return ok
 }
 
@@ -102,6 +102,9 @@ func FuzzParse(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"x","result":{"content":[]}}`,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`,
 		`{ "error" : {"code":1}, "id" : null, "jsonrpc" : "2.0" }`,
+		// Envelope names but for case, which encoding/json takes for them.
+		`{"jsonrpc":"2.0","ID":1,"Method":"tools/call","PARAMS":{"name":"e"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","Param\u017f":{}}`,
 	} {
 		f.Add([]byte(c))
 	}
@@ -115,6 +118,9 @@ func FuzzParse(f *testing.F) {
 			Error   json.RawMessage `json:"error"`
 		}
 		m, err := Parse(b)
+		if err == nil && oddKeys(b) {
+			t.Errorf("Parse(%q) accepted an envelope whose names repeat or differ from its members' only by case", b)
+		}
 		if json.Unmarshal(b, &ref) != nil || oddKeys(b) || !utf8.Valid(b) {
 			if err == nil && !json.Valid(b) {
 				t.Errorf("Parse(%q) accepted invalid JSON", b)

