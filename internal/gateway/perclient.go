@@ -185,18 +185,14 @@ func (t *procTable) reserve(s *Session, srv *server, up Upstream) (*clientProces
 		return nil, fmt.Errorf("mcp server %q: %d processes of per-client servers run already, all busy or of other clients (--max-per-client-processes-total %d): try again when a call ends, or end idle sessions", srv.name, len(t.all), total)
 	}
 	if victim != nil {
-		victim.stopped = true
-		delete(t.all, victim)
-		if victim.timer != nil {
-			victim.timer.Stop()
-		}
+		victim.stopLocked()
 	}
 	t.all[p] = struct{}{}
 	t.mu.Unlock()
 	if victim != nil {
 		g.quota.drop("process_evicted")
 		g.Router.log.Info("stopped the longest idle per-client process to make room", "server", victim.srv.name, "client", victim.client, "limit", full)
-		victim.stop()
+		_ = victim.Upstream.Close()
 	}
 	return p, nil
 }
@@ -235,14 +231,24 @@ func (t *procTable) idlest(client string, in func(*clientProcess) bool) *clientP
 }
 
 // Call runs a call on the process, which is busy meanwhile. A process
-// stopped since the session took it refuses: the session's next call
-// starts a new one.
+// stopped since the session took it (idle, or to make room) hands the call
+// to the session's next process, started for it.
 func (p *clientProcess) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
 	t := &p.g.procs
 	t.mu.Lock()
 	if p.stopped {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("mcp server %q: this client's process was stopped (idle for --per-client-idle-timeout, or to make room at --max-per-client-processes): call again to start a new one", p.srv.name)
+		if method == "logging/setLevel" { // its successor is given the session's level when it starts
+			return &wire.Response{Result: json.RawMessage(`{}`)}, nil
+		}
+		up, err := p.sess.upstreamFor(ctx, p.srv)
+		if err != nil {
+			return nil, err
+		}
+		if up == Upstream(p) { // cannot be: a stopped process has left its session
+			return nil, fmt.Errorf("mcp server %q: this client's process was stopped; call again", p.srv.name)
+		}
+		return up.Call(ctx, method, params)
 	}
 	p.busy++
 	t.mu.Unlock()
@@ -276,23 +282,29 @@ func (p *clientProcess) expire(d time.Duration) {
 		t.mu.Unlock()
 		return
 	}
-	p.stopped = true
-	delete(t.all, p)
+	p.stopLocked()
 	t.mu.Unlock()
 	p.g.quota.drop("process_idle")
 	p.g.Router.log.Info("stopped an idle per-client process (--per-client-idle-timeout); the client's next call starts a new one", "server", p.srv.name, "client", p.client, "idle", d)
-	p.stop()
+	_ = p.Upstream.Close()
 }
 
-// stop takes the process from its session and ends it.
-func (p *clientProcess) stop() {
+// stopLocked marks the process stopped, uncounts it and takes it from its
+// session at once, so the session's next call starts a new one; the caller
+// closes it after releasing g.procs.mu, which it holds. (A session's mu is
+// never held while g.procs.mu is taken.)
+func (p *clientProcess) stopLocked() {
+	p.stopped = true
+	delete(p.g.procs.all, p)
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	s := p.sess
 	s.mu.Lock()
 	if s.ups[p.srv] == p {
 		delete(s.ups, p.srv)
 	}
 	s.mu.Unlock()
-	_ = p.Upstream.Close()
 }
 
 // Close ends the process and its count (its session ended, or it was not kept).

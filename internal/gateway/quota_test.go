@@ -183,3 +183,42 @@ func TestWhileCallerWaits(t *testing.T) {
 		}
 	}
 }
+
+// A session holding a process stopped since it took it (the window between
+// finding it and calling it) has its call run on a new process, not failed.
+func TestStoppedProcessHandsCallOn(t *testing.T) {
+	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
+	g.Limits = Limits{PerClientIdleTimeout: -1}
+	var made []*procUpstream
+	r.AddPerClient(&fakeUpstream{name: "pc", tools: []string{tool("work")}}, Hooks{}, func(json.RawMessage, Hooks) Upstream {
+		p := &procUpstream{fakeUpstream: &fakeUpstream{name: "pc", tools: []string{tool("work")}}}
+		made = append(made, p)
+		return p
+	})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(); _ = r.Close() })
+	s := newSession(t, g)
+	srv := r.server("pc")
+	up, err := s.upstreamFor(context.Background(), srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := up.(*clientProcess)
+	g.procs.mu.Lock()
+	proc.stopLocked()
+	g.procs.mu.Unlock()
+	_ = proc.Upstream.Close()
+	resp, err := up.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"work"}`))
+	if err != nil || resp.Error != nil {
+		t.Fatalf("a call on a stopped process: %v %v", err, resp)
+	}
+	if len(made) != 2 || len(made[1].calls) != 1 || made[0].closed.Load() != 1 {
+		t.Errorf("made %d processes; want the call on the second, the first closed", len(made))
+	}
+	if q := g.QuotaStatus(); q.PerClientProcesses["pc"] != 1 {
+		t.Errorf("QuotaStatus %+v, want one process counted", q)
+	}
+}
