@@ -102,3 +102,8 @@ func withClientDir(s mcpconfig.Server, dir string) mcpconfig.Server {
 	s.Command = cmd
 	return s
 }
+
+// IsProcess marks a per-client upstream that is a process of its own, which
+// the gateway counts against its per-client process limits (a remote
+// server's per-client session is not one).
+func (u *clientStdio) IsProcess() bool { return true }

@@ -87,6 +87,7 @@ type gatewayFlags struct {
 	allowAnyAddress    bool
 	secretsFile        string
 	governance         governanceFlags
+	quota              quotaFlags
 }
 
 func (g *gatewayFlags) register(fs *flag.FlagSet) {
@@ -109,6 +110,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
 	g.governance.register(fs)
 	g.telemetry.register(fs)
+	g.quota.register(fs, "the gateway")
 }
 
 // registerHTTP registers the flags of the HTTP front (see httpFlags).
@@ -151,6 +153,7 @@ func (g *gatewayFlags) args() []string {
 	a = append(a, g.http.args()...)
 	a = append(a, g.governance.args()...)
 	a = append(a, g.telemetry.args()...)
+	a = append(a, g.quota.args()...)
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
 	}

@@ -60,6 +60,7 @@ type hostFlags struct {
 	http                          httpFlags
 	governance                    governanceFlags
 	telemetry                     telemetryFlags
+	quota                         quotaFlags
 }
 
 func (f *hostFlags) register(fs *flag.FlagSet) {
@@ -79,6 +80,7 @@ func (f *hostFlags) register(fs *flag.FlagSet) {
 	f.http.register(fs)
 	f.governance.registerHost(fs)
 	f.telemetry.registerHost(fs)
+	f.quota.registerHost(fs)
 }
 
 func runHost(args []string, stdout, stderr io.Writer) int {
@@ -124,6 +126,7 @@ type hostDaemon struct {
 	stderr     io.Writer
 	prefix     gateway.PrefixMode
 	governance host.GovernanceOptions
+	limits     gateway.Limits
 }
 
 // newHostDaemon checks the flags the parser could not; an error is a
@@ -142,7 +145,12 @@ func newHostDaemon(f *hostFlags, logW, stderr io.Writer) (*hostDaemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance}, nil
+	governance.MaxPendingApprovals = f.quota.maxPendingApprovals
+	limits, err := f.quota.limits()
+	if err != nil {
+		return nil, err
+	}
+	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance, limits: limits}, nil
 }
 
 // fail logs why the daemon stops, and says it on standard error too when
@@ -232,6 +240,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		MaxBodyBytes: f.maxBody,
 		Governance:   d.governance,
 		Telemetry:    tel,
+		Limits:       d.limits,
 	}
 }
 

@@ -354,7 +354,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		}
 		ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params,
 			SessionID: sess.logID(), ProtocolVersion: sess.gs.ProtocolVersion(), Header: r.Header})
-		reply := sess.gs.Handle(context.WithoutCancel(ctx), m, st)
+		reply := sess.gs.Handle(gateway.WithCallerGone(context.WithoutCancel(ctx), r.Context().Done()), m, st)
 		if prime != nil {
 			prime.Stop()
 		}

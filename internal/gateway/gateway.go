@@ -36,6 +36,7 @@ type Gateway struct {
 	serverLevel int                              // log level asked of the servers; -1: none yet
 
 	multiRoundTripState multiRoundTripState
+	quotaState          // Limits and what the clients hold against them (quota.go)
 	closing             chan struct{}
 	closeOnce           sync.Once
 }

@@ -229,7 +229,16 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 			return res, nil
 		}
 	}
-	done, werr := guard.Admit(ctx, c)
+	actx, stop := ctx, func() {}
+	if !s.stateless && mayAsk(guard) {
+		actx, stop = s.whileCallerWaits(ctx, m.ID)
+	}
+	done, werr := guard.Admit(actx, c)
+	gone := actx.Err() != nil && ctx.Err() == nil
+	stop()
+	if gone && werr == nil { // answered as its caller went: it must not run
+		werr = wire.Errorf(wire.CodeInternalError, "%s %q: the caller went away while the call waited for approval, so it was not run", m.Method, gi.Name)
+	}
 	if werr != nil {
 		return s.denied(ctx, m, gi, werr)
 	}
@@ -238,6 +247,52 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 		done(reply)
 	}
 	return reply
+}
+
+// callerGoneKey is the context key of WithCallerGone.
+type callerGoneKey struct{}
+
+// WithCallerGone tells the session's Handle when the connection of the
+// request it handles closes: a session-era call is not cancelled by that
+// (the client may resume its stream), but a call still waiting for a
+// person's approval is withdrawn, so nobody approves a call whose caller
+// is gone.
+func WithCallerGone(ctx context.Context, gone <-chan struct{}) context.Context {
+	return context.WithValue(ctx, callerGoneKey{}, gone)
+}
+
+// whileCallerWaits is the context of a session-era call while the guard
+// decides it (and may wait for approval): it ends when the client cancels
+// the request (notifications/cancelled), its session ends, or the request's
+// connection closes (WithCallerGone). stop forgets it.
+func (s *Session) whileCallerWaits(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &call{sess: s, id: string(id), cancel: cancel}
+	s.mu.Lock()
+	if s.calls[c.id] == nil { // a client reusing an id in flight cancels the first
+		s.calls[c.id] = c
+	}
+	s.mu.Unlock()
+	gone, _ := ctx.Value(callerGoneKey{}).(<-chan struct{})
+	watch := make(chan struct{})
+	go func() {
+		select {
+		case <-s.done:
+		case <-gone: // nil: never
+		case <-watch:
+			return
+		}
+		cancel()
+	}()
+	return ctx, func() {
+		close(watch)
+		cancel()
+		s.mu.Lock()
+		if s.calls[c.id] == c {
+			delete(s.calls, c.id)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // guardedRef runs a request that refers to an item (a completion of a
@@ -392,6 +447,7 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 		}
 		return resp.Result, nil
 	}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
 	go func() {
 		defer cancel()
 		var reply Reply
@@ -404,12 +460,12 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 				done(reply)
 			}
 		}
+		g.endWait(w)
 		select { // nobody may be waiting any more: never block
 		case events <- callEvent{reply: reply}:
 		default:
 		}
 	}()
-	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 

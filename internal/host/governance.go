@@ -36,6 +36,9 @@ type GovernanceOptions struct {
 	AuditMaxBytes int64
 	// ApprovalTimeout bounds the wait for a person's approval; 0: 5 min.
 	ApprovalTimeout time.Duration
+	// MaxPendingApprovals bounds the calls of one sandbox waiting in the
+	// approval queue; 0: policy.MaxPendingPerPrincipal.
+	MaxPendingApprovals int
 }
 
 // PoliciesFile is the policy store's name in the state directory.
@@ -103,7 +106,7 @@ type governance struct {
 
 // openGovernance reads the policy store and opens the audit log.
 func openGovernance(dir string, opts GovernanceOptions, log *slog.Logger) (*governance, error) {
-	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, decisions: map[string]sandboxDecisions{}, queue: &policy.Queue{}, log: log}
+	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, decisions: map[string]sandboxDecisions{}, queue: &policy.Queue{MaxPerPrincipal: opts.MaxPendingApprovals}, log: log}
 	g.servers.Store(&map[string]policy.Server{})
 	b, err := os.ReadFile(g.path)
 	switch {

@@ -54,6 +54,8 @@ type Options struct {
 	Store *registry.Store
 	// Governance configures policies, approvals and the audit log.
 	Governance GovernanceOptions
+	// Limits bound what each sandbox's clients hold (gateway.Limits).
+	Limits gateway.Limits
 	// Fetch reads a metadata URL (a registry entry, server.json or
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
@@ -157,6 +159,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		Telemetry: opts.Telemetry} // the metrics are the operator's: served by --metrics-listen, never to a sandbox's token
 	if opts.Telemetry != nil && opts.Telemetry.Metrics != nil {
 		opts.Telemetry.Metrics.WatchSessions(h.front.SessionCounts)
+		opts.Telemetry.Metrics.WatchApprovals(gov.queue.Pending)
 	}
 
 	var wg sync.WaitGroup
@@ -309,10 +312,12 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	sb.gw.Guard = h.guardFor(sb)
+	sb.gw.Limits = h.opts.Limits
 	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
 	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget
 	if tel != nil && tel.Metrics != nil {
 		tel.Metrics.WatchServers(router.Status)
+		tel.Metrics.WatchQuotas(sb.gw.QuotaStatus)
 	}
 	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Name, rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants

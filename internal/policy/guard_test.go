@@ -46,7 +46,7 @@ func TestQueue(t *testing.T) {
 	if err := q.Answer("99", true, "me"); err == nil {
 		t.Fatal("answering an unknown id must fail")
 	}
-	if strings.Join(answers, ",") != "t:granted:me,t:denied:me,late:timeout:" {
+	if strings.Join(answers, ",") != "t:granted:me,t:denied:me,late:cancelled:" {
 		t.Fatalf("answers %v", answers)
 	}
 }

@@ -66,6 +66,7 @@ type callSet struct {
 
 	mu       sync.Mutex
 	statuses []func() map[string]gateway.ServerStatus
+	quotas   []func() gateway.QuotaStatus // see quota.go
 
 	perServer sync.Map // server name → *serverMetrics
 }
@@ -165,7 +166,7 @@ func newCallSet() *callSet {
 
 func (m *callSet) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
-		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}}
+		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}, quotaCollector{m}}
 }
 
 // Handler serves the metrics in the Prometheus text (or protobuf) format.
