@@ -163,9 +163,6 @@ func toolError(text string) json.RawMessage {
 	return b
 }
 
-// stateless reports whether the server's primary process speaks 2026-07-28.
-func (srv *server) stateless() bool { return isStateless(srv.up) }
-
 // StatelessReporter is implemented by an upstream whose server may speak
 // 2026-07-28: Stateless reports whether it does. An upstream without it is
 // taken to speak the session era; a wrapper of an upstream that has it must
