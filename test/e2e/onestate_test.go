@@ -36,10 +36,12 @@ type growArgs struct {
 }
 
 // runStateServer is a dual-era stdio server with state: a key-value store
-// (put, get), a tool list its clients grow (grow), its pid, and two ways of
-// asking the client for its name: ask_input returns a 2026-07-28 input
+// (put, get), a tool list its clients grow (grow), its pid, and three ways
+// of asking the client for its name: ask_input returns a 2026-07-28 input
 // request (the SDK turns it into elicitation/create on a session), ask_elicit
-// sends elicitation/create itself (which the SDK allows on a session only).
+// sends elicitation/create itself (which the SDK allows on a session only),
+// ask_twice asks in two rounds of input requests (on a session the SDK asks
+// the first itself and returns the second as it is).
 func runStateServer() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "e2e-state-server", Version: "1"}, nil)
 	var mu sync.Mutex
@@ -93,6 +95,25 @@ func runStateServer() {
 			}
 			return reply("Hello, %v!", r.Content["name"])
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_twice", Description: "Asks two questions in two rounds of input requests, the first answer kept in the requestState."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			answer := func(key string) (string, bool) {
+				r, ok := req.Params.InputResponses[key].(*mcp.ElicitResult)
+				if !ok || r == nil || r.Action != "accept" {
+					return "", false
+				}
+				return fmt.Sprint(r.Content["name"]), true
+			}
+			if first, ok := strings.CutPrefix(req.Params.RequestState, "first="); ok {
+				if second, ok := answer("second"); ok {
+					return reply("%s, then %s", first, second)
+				}
+			}
+			if first, ok := answer("first"); ok {
+				return &mcp.CallToolResult{RequestState: "first=" + first, InputRequests: mcp.InputRequestMap{"second": &mcp.ElicitParams{Message: "second", RequestedSchema: nameSchema}}}, nil, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"first": &mcp.ElicitParams{Message: "first", RequestedSchema: nameSchema}}}, nil, nil
+		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
@@ -105,8 +126,12 @@ func (g *gw) connectNamed(ctx context.Context, era, name string) (*mcp.ClientSes
 	g.t.Helper()
 	changed := make(chan struct{}, 8)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-" + name, Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			answer := name
+			if m := req.Params.Message; m == "first" || m == "second" {
+				answer = name + " to " + m
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": answer}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -202,6 +227,9 @@ func TestOneStatePerServer(t *testing.T) {
 				t.Errorf("%s calling %s got %q, want %q", c.who, tool, got, want)
 			}
 		}
+		if got, want := callAs(ctx, t, c.who, c.cs, "ask_twice", nil), c.name+" to first, then "+c.name+" to second"; got != want {
+			t.Errorf("%s calling ask_twice got %q, want %q", c.who, got, want)
+		}
 	}
 
 	// Exactly one process of the server.
@@ -236,5 +264,66 @@ func waitListed(ctx context.Context, t *testing.T, cs *mcp.ClientSession, change
 		case <-ctx.Done():
 			t.Fatalf("tool %q was never listed: %v", name, toolNames(context.Background(), t, cs))
 		}
+	}
+}
+
+// TestOneStateInputRoundsForStatelessClient: a 2026-07-28 client (raw HTTP,
+// reading resultType as the era defines it) goes through both rounds of the
+// dual-era server's two-round tool, which the server runs in the session
+// era: the first round is the server's elicitation/create, bridged to an
+// input-required result; the second is the server's own input requests,
+// passed on as input-required with its requestState; the last retry gets
+// the result.
+func TestOneStateInputRoundsForStatelessClient(t *testing.T) {
+	g := startServe(t, fmt.Sprintf(`{"state": {"runCmd": %q}}`, stateServerEnv+"=1 "+testServerCmd()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	call := func(id int, params map[string]any) map[string]any {
+		t.Helper()
+		params["name"] = "ask_twice"
+		params["arguments"] = map[string]any{}
+		status, out := postModernAs(ctx, t, g.gw, caps, "tools/call", "ask_twice", id, params)
+		if status != http.StatusOK || out["result"] == nil {
+			t.Fatalf("call %d: status %d: %v\nlog:\n%s", id, status, out, g.serveLog())
+		}
+		return out["result"].(map[string]any)
+	}
+	// one returns the only input request of an input-required result.
+	one := func(round string, res map[string]any) (string, string) {
+		t.Helper()
+		if res["resultType"] != "input_required" {
+			t.Fatalf("%s round: resultType %v, want input_required: %v", round, res["resultType"], res)
+		}
+		reqs, _ := res["inputRequests"].(map[string]any)
+		if len(reqs) != 1 {
+			t.Fatalf("%s round: inputRequests %v, want one", round, res["inputRequests"])
+		}
+		for key, r := range reqs {
+			msg, _ := r.(map[string]any)["params"].(map[string]any)["message"].(string)
+			if msg != round {
+				t.Fatalf("%s round: the question is %q", round, msg)
+			}
+			state, _ := res["requestState"].(string)
+			return key, state
+		}
+		return "", ""
+	}
+	answer := func(name string) map[string]any {
+		return map[string]any{"action": "accept", "content": map[string]any{"name": name}}
+	}
+	key, state := one("first", call(1, map[string]any{}))
+	res := call(2, map[string]any{"inputResponses": map[string]any{key: answer("Ada")}, "requestState": state})
+	key, state = one("second", res)
+	if key != "second" || state != "first=Ada" {
+		t.Errorf("second round: key %q, requestState %q; want the server's own, %q and %q", key, state, "second", "first=Ada")
+	}
+	res = call(3, map[string]any{"inputResponses": map[string]any{key: answer("Bo")}, "requestState": state})
+	if res["resultType"] != "complete" {
+		t.Errorf("last retry: resultType %v, want complete: %v", res["resultType"], res)
+	}
+	content, _ := res["content"].([]any)
+	if len(content) != 1 || content[0].(map[string]any)["text"] != "Ada, then Bo" {
+		t.Errorf("last retry: content %v, want the text %q", res["content"], "Ada, then Bo")
 	}
 }
