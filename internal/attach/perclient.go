@@ -54,7 +54,7 @@ func (u *clientStdio) Start(ctx context.Context) error {
 			return fmt.Errorf("mcp server %q: a directory for a client's process: %w", u.spec.Name, err)
 		}
 		u.dir = dir
-		u.up = newStdioCaps(withClientDir(u.spec, dir), u.opts, u.hooks, false, u.caps)
+		u.up = newStdioCaps(withClientDir(u.spec, dir), u.opts, u.hooks, u.caps)
 	}
 	up := u.up
 	u.mu.Unlock()

@@ -44,7 +44,7 @@ type Gateway struct {
 // New returns a gateway serving the router's merged view, and gives the
 // router the gateway's clients as the sink of its changes. Build each
 // server's upstream with the gateway's UpstreamHooks, add it to the router
-// with those hooks (AddDualEra, AddPerClient), then Start the router.
+// with those hooks (AddShared, AddPerClient), then Start the router.
 func New(r *Router, info Info) *Gateway {
 	g := &Gateway{Router: r, Info: info, subs: map[string]map[*Session]struct{}{},
 		serverLevel: -1, closing: make(chan struct{})}

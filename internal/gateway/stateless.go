@@ -107,13 +107,21 @@ func (g *Gateway) discover() Reply {
 	return Reply{Result: b}
 }
 
-// complete marks a result of a session-era server as complete, the way the
-// 2026-07-28 era expects every final result to be marked.
+// complete marks a result of a session-era server the way the 2026-07-28 era
+// expects every result to be marked: complete, or input_required when it
+// carries inputRequests. A dual-era server spoken to in the session era may
+// return those: the Go SDK asks a session client a server's first round of
+// input requests itself, and returns a later round as it is; the client's
+// retry, with the server's own requestState, goes back to the server.
 func complete(r Reply) Reply {
 	if r.Result == nil || wire.Get(r.Result, "resultType") != nil {
 		return r
 	}
-	if res, err := wire.Set(r.Result, "resultType", json.RawMessage(`"complete"`)); err == nil {
+	t := json.RawMessage(`"complete"`)
+	if v := wire.Get(r.Result, "inputRequests"); v != nil && string(v) != "null" {
+		t = json.RawMessage(`"input_required"`)
+	}
+	if res, err := wire.Set(r.Result, "resultType", t); err == nil {
 		r.Result = res
 	}
 	return r
