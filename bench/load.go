@@ -28,8 +28,7 @@ type target struct {
 	// pprof is the net/http/pprof endpoint of a -pprof gateway build.
 	pprof *endpoint
 	// childServers: servers are the measured process's children, looked up
-	// again before each run (a restarted server, or the companion process
-	// the gateway starts for 2026-07-28 calls to a stdio server).
+	// again before each run (a restarted server).
 	childServers bool
 }
 

@@ -137,11 +137,13 @@ func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
 		warns   []Warning
 		errs    []error
 	)
+	var named []string // the names Check's rules let through
 	for _, e := range cfg.entries {
 		if errs1 := checkEntry(e); len(errs1) > 0 {
 			errs = append(errs, errs1...)
 			continue
 		}
+		named = append(named, e.name)
 		if e.dup {
 			warns = append(warns, Warning{Server: e.name, Message: "the name is given more than once; the last one is used"})
 		}
@@ -169,6 +171,7 @@ func Parse(data []byte, cat *Catalog) ([]Server, []Warning, error) {
 			servers = append(servers, s)
 		}
 	}
+	errs = append(errs, checkGatewayNames(named)...)
 	if len(errs) > 0 {
 		return nil, warns, joinErrors(errs)
 	}

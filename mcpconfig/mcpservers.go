@@ -115,11 +115,13 @@ func parseServersFile(f *serversFile) ([]Server, []Warning, error) {
 
 	servers := make([]Server, 0, len(entries))
 	var errs []error
+	var named []string // the names checkName let through
 	for _, e := range entries {
 		if err := checkName(e.name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		named = append(named, e.name)
 		if kind(e.value) != "object" {
 			errs = append(errs, &Error{Server: e.name, Message: `the value must be a JSON object with "command" (a local server) or "url" (a remote one), not ` + describe(e.value)})
 			continue
@@ -146,6 +148,7 @@ func parseServersFile(f *serversFile) ([]Server, []Warning, error) {
 		warns = append(warns, unknownProps(e, listed(known))...)
 		servers = append(servers, s)
 	}
+	errs = append(errs, checkGatewayNames(named)...)
 	if len(errs) > 0 {
 		return nil, warns, joinErrors(errs)
 	}

@@ -3,6 +3,8 @@ package mcpconfig
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -42,9 +44,14 @@ type OAuth struct {
 	// ClientMetadataURL is a client ID metadata document (an https URL the
 	// operator publishes) for the authorization_code grant.
 	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// Issuer and TokenEndpoint pin the authorization server: credentials
+	// go to no other, whatever the server's metadata names later. Unset,
+	// they are pinned at first use.
+	Issuer        string `json:"issuer,omitempty"`
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
 }
 
-var oauthProps = []string{"grant", "clientId", "scopes", "clientSecret", "privateKey", "signingAlg", "tokenEndpointAuthMethod", "clientMetadataUrl"}
+var oauthProps = []string{"grant", "clientId", "scopes", "clientSecret", "privateKey", "signingAlg", "tokenEndpointAuthMethod", "clientMetadataUrl", "issuer", "tokenEndpoint"}
 
 // parseOAuth validates the "oauth" property of a remote entry.
 func parseOAuth(server string, raw []byte) (*OAuth, []error) {
@@ -103,6 +110,15 @@ func parseOAuth(server string, raw []byte) (*OAuth, []error) {
 				errs = append(errs, fail(`member "clientMetadataUrl" must be an https:// URL`)...)
 			}
 			o.ClientMetadataURL = v
+		case "issuer", "tokenEndpoint":
+			if err := CheckOAuthURL(v); err != nil {
+				errs = append(errs, fail("member %q %v", m.key, err)...)
+			}
+			if m.key == "issuer" {
+				o.Issuer = v
+			} else {
+				o.TokenEndpoint = v
+			}
 		}
 	}
 	if o.Grant == "" {
@@ -132,6 +148,26 @@ func parseOAuth(server string, raw []byte) (*OAuth, []error) {
 		return nil, errs
 	}
 	return &o, nil
+}
+
+// CheckOAuthURL checks an authorization server URL given by the operator
+// (an oauth entry's "issuer" or "tokenEndpoint"): an absolute https URL,
+// or http for a loopback host.
+func CheckOAuthURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("must be an absolute https:// URL, not %q", v)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		h := u.Hostname()
+		if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+			return nil
+		}
+	}
+	return fmt.Errorf("must be an https:// URL (http:// only for a loopback address), not %q", v)
 }
 
 // ResolveOAuth returns the server's OAuth entry with ClientSecret and

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,10 @@ func testServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "args", Description: "Returns the arguments."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Args[1:], " ")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Returns the server's pid."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
 		})
 	return s
 }
@@ -147,6 +152,33 @@ func TestAddLocal(t *testing.T) {
 				t.Errorf("args %q", got)
 			}
 		})
+	}
+}
+
+// A local server that speaks both eras (a Go SDK server) is one process for
+// the clients of both: a 2026-07-28 client's call reaches the process a
+// session-era client's call does.
+func TestAddLocalOneProcessForBothEras(t *testing.T) {
+	gw, err := newGateway(t, mcpconfig.Server{Name: "dual", Kind: mcpconfig.KindLocal, Command: []string{testExe(t)}, Env: map[string]string{testServerEnv: "1"}}, nil, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := callTool(t, gw, "pid", struct{}{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	params := `{"name":"pid","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}`
+	r := gw.HandleStateless(ctx, &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)}, nopStream{})
+	if r.Error != nil {
+		t.Fatalf("the 2026-07-28 call: %s", r.Error)
+	}
+	var res struct {
+		Content []struct{ Text string }
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil || len(res.Content) != 1 {
+		t.Fatalf("the 2026-07-28 call: %s", r.Result)
+	}
+	if res.Content[0].Text != session {
+		t.Errorf("a 2026-07-28 call reached pid %s, a session-era call pid %s: want one process", res.Content[0].Text, session)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package attach builds the upstreams of one configured server and adds
-// them to a router: a supervised process for a local or GitHub server (with
-// a 2026-07-28 companion when the server speaks that era), an HTTP session
-// per client for a remote one. The sandbox gateway (serve) and the host
+// them to a router: one supervised process for a local or GitHub server,
+// whatever protocol era its clients speak (a process per client with
+// "share": "per-client"), an HTTP session per client for a remote one. The sandbox gateway (serve) and the host
 // daemon (host) both attach servers through it.
 package attach
 
@@ -92,22 +92,22 @@ func Add(gw *gateway.Gateway, s mcpconfig.Server, lookup func(string) (string, b
 			return newClientStdio(s, o, h, caps)
 		})
 	default:
-		companionHooks := gw.CompanionHooks(hooks)
-		router.AddDualEra(newStdio(s, o, hooks, false), hooks, func() gateway.Upstream {
-			return newStdio(s, o, companionHooks, true)
-		})
+		// One process for every client of either era: its state and its
+		// tool list are the ones all clients see. It is spoken to in the
+		// session era when it speaks that era (upstream.Stdio asks for
+		// initialize first), which keeps its requests to the client and its
+		// notifications on one connection; 2026-07-28 clients are bridged.
+		router.AddShared(newStdio(s, o, hooks), hooks)
 	}
 	router.SetCallTimeout(s.Name, s.Timeout)
 }
 
 // newStdio builds the process upstream of a local or GitHub server.
-// stateless asks for a process of the 2026-07-28 era (a companion for that
-// era's clients), which fails to start unless the server speaks it.
-func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks, stateless bool) gateway.Upstream {
-	return newStdioCaps(s, o, hooks, stateless, SharedClientCapabilities)
+func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks) gateway.Upstream {
+	return newStdioCaps(s, o, hooks, SharedClientCapabilities)
 }
 
-func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, stateless bool, caps json.RawMessage) gateway.Upstream {
+func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, caps json.RawMessage) gateway.Upstream {
 	env := MergeEnv(o.Env, s.Env)
 	command := s.Command
 	if len(command) == 3 && command[0] == "/bin/sh" && command[1] == "-c" {
@@ -116,18 +116,17 @@ func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, stateless 
 		}
 	}
 	opts := upstream.StdioOptions{
-		Name:             s.Name,
-		Command:          command,
-		Dir:              s.Dir,
-		Env:              env,
-		Stderr:           quietExpected(o.ServerLog, o.Logger, s.Name),
-		Logger:           o.Logger,
-		ClientInfo:       o.ClientInfo,
-		Capabilities:     caps,
-		RequireStateless: stateless,
-		OnNotification:   hooks.OnNotification,
-		OnRequest:        hooks.OnRequest,
-		MaxMessageBytes:  o.MaxMessageBytes,
+		Name:            s.Name,
+		Command:         command,
+		Dir:             s.Dir,
+		Env:             env,
+		Stderr:          quietExpected(o.ServerLog, o.Logger, s.Name),
+		Logger:          o.Logger,
+		ClientInfo:      o.ClientInfo,
+		Capabilities:    caps,
+		OnNotification:  hooks.OnNotification,
+		OnRequest:       hooks.OnRequest,
+		MaxMessageBytes: o.MaxMessageBytes,
 	}
 	if s.GitHub == nil {
 		return upstream.NewStdio(opts)

@@ -108,3 +108,42 @@ var shellBuiltins = func() map[string]bool {
 	}
 	return m
 }()
+
+// HostEnvNames are the variables of the host daemon's environment that its
+// local servers get (docs/host.md, "A server's environment"): what a
+// program and the package runners (npx, uvx, docker) need to run as the
+// daemon's user, find their caches, reach the network through its proxy
+// and trust its certificates. Everything else of the daemon's stays with
+// it (its MCP_GATEWAY_* settings, tokens, cloud and agent credentials); a
+// server that needs more is given it at registration (--env NAME=value,
+// values may name secrets).
+var HostEnvNames = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*",
+	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+	"DOCKER_HOST",
+}
+
+// HostEnv is the part of environ (KEY=value entries) that HostEnvNames
+// and more (the daemon's --server-env) let through, in environ's order; a
+// name ending in "*" is a prefix.
+func HostEnv(environ []string, more ...string) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && (envNameIn(name, HostEnvNames) || envNameIn(name, more)) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func envNameIn(name string, names []string) bool {
+	for _, n := range names {
+		if p, ok := strings.CutSuffix(n, "*"); ok && strings.HasPrefix(name, p) || n == name {
+			return true
+		}
+	}
+	return false
+}

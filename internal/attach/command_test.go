@@ -44,3 +44,18 @@ func TestDirectArgv(t *testing.T) {
 		}
 	}
 }
+
+func TestHostEnv(t *testing.T) {
+	environ := []string{"PATH=/usr/bin", "MCP_GATEWAY_STATE_DIR=/var/lib/gw", "HOME=/home/u", "GATEWAY_ACCESS_TOKEN=t",
+		"LC_ALL=C.UTF-8", "AWS_SECRET_ACCESS_KEY=k", "SSH_AUTH_SOCK=/tmp/agent", "https_proxy=http://proxy:3128", "LCX=no", "TZ=UTC", "broken"}
+	got := HostEnv(environ)
+	want := []string{"PATH=/usr/bin", "HOME=/home/u", "LC_ALL=C.UTF-8", "https_proxy=http://proxy:3128", "TZ=UTC"}
+	if !slices.Equal(got, want) {
+		t.Errorf("HostEnv = %q, want %q", got, want)
+	}
+	got = HostEnv(environ, "AWS_*", "SSH_AUTH_SOCK")
+	want = []string{"PATH=/usr/bin", "HOME=/home/u", "LC_ALL=C.UTF-8", "AWS_SECRET_ACCESS_KEY=k", "SSH_AUTH_SOCK=/tmp/agent", "https_proxy=http://proxy:3128", "TZ=UTC"}
+	if !slices.Equal(got, want) {
+		t.Errorf("HostEnv with --server-env = %q, want %q", got, want)
+	}
+}

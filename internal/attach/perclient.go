@@ -54,7 +54,7 @@ func (u *clientStdio) Start(ctx context.Context) error {
 			return fmt.Errorf("mcp server %q: a directory for a client's process: %w", u.spec.Name, err)
 		}
 		u.dir = dir
-		u.up = newStdioCaps(withClientDir(u.spec, dir), u.opts, u.hooks, false, u.caps)
+		u.up = newStdioCaps(withClientDir(u.spec, dir), u.opts, u.hooks, u.caps)
 	}
 	up := u.up
 	u.mu.Unlock()
@@ -102,3 +102,8 @@ func withClientDir(s mcpconfig.Server, dir string) mcpconfig.Server {
 	s.Command = cmd
 	return s
 }
+
+// IsProcess marks a per-client upstream that is a process of its own, which
+// the gateway counts against its per-client process limits (a remote
+// server's per-client session is not one).
+func (u *clientStdio) IsProcess() bool { return true }

@@ -23,9 +23,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Genesis is the prev of the first record of a chain.
@@ -76,6 +81,7 @@ type Log struct {
 
 	mu   sync.Mutex
 	f    *os.File
+	lock *os.File // FILE.lock, flocked while the log is open
 	size int64
 	seq  uint64
 	prev string
@@ -83,7 +89,12 @@ type Log struct {
 }
 
 // Open opens (or creates, mode 0600) the audit file at path and continues
-// its chain.
+// its chain. The file must be a regular file, not a symbolic link (the
+// gateway may run as root: a link would let whoever can write the
+// directory point its appends anywhere); and one gateway writes it: the
+// lock file FILE.lock is held (flock) while the log is open, so a second
+// gateway given the same file is refused rather than interleaving its
+// chain with the first's.
 func Open(path string, opts Options) (*Log, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 100 << 20
@@ -98,23 +109,86 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	l := &Log{path: path, opts: opts, prev: Genesis}
+	lock, err := lockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = lock
+	fail := func(err error) (*Log, error) {
+		lock.Close()
+		return nil, err
+	}
 	last, size, err := lastRecord(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit log %s: %w", path, err)
+		return fail(fmt.Errorf("audit log %s: %w", path, err))
 	}
 	if last == nil && size == 0 {
 		// An empty or new file continues the newest rotated one, if any.
 		if last, _, err = lastRecord(path + ".1"); err != nil {
-			return nil, fmt.Errorf("audit log %s.1: %w", path, err)
+			return fail(fmt.Errorf("audit log %s.1: %w", path, err))
 		}
 	}
 	if last != nil {
 		l.prev, l.seq = last.hash, last.seq
 	}
 	if err := l.openFile(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	return l, nil
+}
+
+// ErrLocked: another gateway writes the audit file.
+var ErrLocked = errors.New("audit file is locked by another gateway")
+
+// lockFile takes FILE.lock (created 0600, never through a link) for this
+// process, and writes its pid there for the message of the next one.
+func lockFile(path string) (*os.File, error) {
+	name := path + ".lock"
+	f, err := openNoFollow(name, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := "pid unknown"
+		if b, rerr := io.ReadAll(io.LimitReader(f, 32)); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+			holder = "pid " + string(bytes.TrimSpace(b))
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("audit file %s is locked by another gateway (%s, holding %s): give each gateway its own --audit-file: %w", path, holder, name, ErrLocked)
+		}
+		return nil, fmt.Errorf("audit file %s: cannot lock %s: %w", path, name, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// openNoFollow opens an audit file without following a symbolic link in
+// its last element, and checks that it is a regular file. O_NONBLOCK keeps
+// a FIFO put there from blocking the open (a regular file ignores it).
+func openNoFollow(name string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("audit file %s is not a regular file (a FIFO): give the path of a regular file as --audit-file", name)
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("audit file %s is a symbolic link; the gateway does not follow links for its audit log: give the real path as --audit-file", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("audit file %s is not a regular file (%s): give the path of a regular file as --audit-file", name, st.Mode().Type())
+	}
+	return f, nil
 }
 
 // Path is the file written to.
@@ -124,7 +198,7 @@ func (l *Log) Path() string { return l.path }
 func (l *Log) Arguments() bool { return l.opts.Arguments }
 
 func (l *Log) openFile() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openNoFollow(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return fmt.Errorf("audit log: %w (set --audit-file to a writable path)", err)
 	}
@@ -144,7 +218,7 @@ type tail struct {
 
 // lastRecord reads the last complete record of a file.
 func lastRecord(path string) (*tail, int64, error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -240,6 +314,13 @@ func (l *Log) rotate() error {
 		return err
 	}
 	l.f = nil
+	oldest := l.path + "." + strconv.Itoa(l.opts.Keep)
+	if dropped, _, err := lastRecord(oldest); err == nil && dropped != nil {
+		// The chain's head leaves with it: say where the rest starts,
+		// which `audit verify --from` needs.
+		l.opts.Logger.Info("audit log: the oldest rotated file is dropped (--audit-max-bytes, ten kept); verify the files kept with `mcp-gateway audit verify --from HASH`",
+			"file", oldest, "from", dropped.hash)
+	}
 	for i := l.opts.Keep; i >= 1; i-- {
 		from := l.path
 		if i > 1 {
@@ -265,6 +346,10 @@ func (l *Log) Close() error {
 	}
 	err := l.f.Close()
 	l.f = nil
+	if l.lock != nil {
+		l.lock.Close() // releases the flock
+		l.lock = nil
+	}
 	return err
 }
 
@@ -302,7 +387,12 @@ type Problem struct {
 	What string
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.What) }
+func (p Problem) String() string {
+	if p.Line == 0 { // about the file itself
+		return fmt.Sprintf("%s: %s", p.File, p.What)
+	}
+	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.What)
+}
 
 // Result is what Verify found.
 type Result struct {
@@ -313,24 +403,76 @@ type Result struct {
 	Problems []Problem
 }
 
-// Files returns path's rotated files, oldest first, then path itself.
+// Files returns path's rotated files (every FILE.N there is), oldest
+// first, then path itself.
 func Files(path string) []string {
-	var out []string
-	for i := 1; ; i++ {
-		p := path + "." + strconv.Itoa(i)
-		if _, err := os.Stat(p); err != nil {
-			break
-		}
-		out = append([]string{p}, out...)
-	}
-	return append(out, path)
+	files, _ := rotated(path)
+	return append(files, path)
 }
 
-// Verify reads files in order as one chain and reports every record whose
-// own hash does not match its content (edited), whose prev is not the
-// hash of the record before (removed, inserted or moved), or whose
-// sequence number does not follow.
-func Verify(files ...string) (*Result, error) {
+// rotated lists the FILE.N beside path, oldest (highest N) first, and the
+// FILE.N missing below the highest one.
+func rotated(path string) (files, missing []string) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, nil
+	}
+	prefix := filepath.Base(path) + "."
+	var ns []int
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > 0 && strconv.Itoa(n) == rest {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	for i := len(ns) - 1; i >= 0; i-- {
+		files = append(files, path+"."+strconv.Itoa(ns[i]))
+	}
+	if len(ns) > 0 {
+		for n := 1; n < ns[len(ns)-1]; n++ {
+			if !slices.Contains(ns, n) {
+				missing = append(missing, path+"."+strconv.Itoa(n))
+			}
+		}
+	}
+	return files, missing
+}
+
+// VerifyLog verifies the audit log at path with its rotated files, as one
+// chain starting from from (Genesis when ""): besides Verify's problems, a
+// rotated file missing between others is reported by name.
+func VerifyLog(path, from string) (*Result, error) {
+	files, missing := rotated(path)
+	files = append(files, path)
+	res, err := VerifyFrom(from, files...)
+	if err != nil {
+		return nil, err
+	}
+	var ps []Problem
+	for _, m := range missing {
+		ps = append(ps, Problem{File: m, What: "missing: a rotated file was removed (rotated files after it exist), so the records it held are gone"})
+	}
+	res.Problems = append(ps, res.Problems...)
+	return res, nil
+}
+
+// Verify reads files in order as one chain from Genesis (VerifyFrom).
+func Verify(files ...string) (*Result, error) { return VerifyFrom(Genesis, files...) }
+
+// VerifyFrom reads files in order as one chain and reports a first record
+// whose prev is not from (Genesis when "": the head of the chain was cut,
+// or rotated away, in which case from is the hash it should start from),
+// and every record whose own hash does not match its content (edited),
+// whose prev is not the hash of the record before (removed, inserted or
+// moved), or whose sequence number does not follow.
+func VerifyFrom(from string, files ...string) (*Result, error) {
+	if from == "" {
+		from = Genesis
+	}
 	res := &Result{Files: files}
 	var prev string
 	var seq uint64
@@ -360,6 +502,13 @@ func Verify(files ...string) (*Result, error) {
 			switch {
 			case first:
 				res.First = p
+				if p != from {
+					what := fmt.Sprintf("the chain does not start at its genesis: the first record (%d) carries prev %s; the records before it were cut, or rotated away (then give the hash it should start from with --from)", s, p)
+					if from != Genesis {
+						what = fmt.Sprintf("the chain does not start at %s (--from): the first record (%d) carries prev %s", from, s, p)
+					}
+					res.Problems = append(res.Problems, Problem{name, n, what})
+				}
 			case p != prev:
 				res.Problems = append(res.Problems, Problem{name, n, fmt.Sprintf("the chain is broken before record %d: its prev is not the hash of the record before it (a record was removed, inserted or moved)", s)})
 			case s != seq+1:

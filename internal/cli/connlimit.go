@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
 )
 
 const (
@@ -37,20 +40,24 @@ var refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 // its connection may be closed to make room for a new one at the limit.
 const defaultSlowHead = time.Second
 
-// connLimit keeps at most max client connections open. It is both the
-// listener's wrapper (Listen) and the server's http.Server.ConnState hook
-// (ConnState), which must be installed together: the hook tells the limit
-// which connections are serving a request.
+// connLimit keeps at most max client connections open. It is the
+// listener's wrapper (Listen), the server's http.Server.ConnState hook
+// (ConnState) and its http.Server.ConnContext hook (ConnContext), which
+// must be installed together: the first hook tells the limit which
+// connections are serving a request, the second lets the front mark a
+// connection authenticated when it accepts a request's bearer token.
 //
-// At the limit, a new connection first evicts the connection that has
-// waited longest without sending a byte: one accepted that has sent
-// nothing yet, or one idle between keep-alive requests. It is closed, as
-// net/http's own idle timeout would close it. Only when every open
-// connection is busy (a request in flight, or a request head arriving
-// for under a second; an older partial head is evicted next, oldest first)
-// is the new one answered 503 with Connection: close and closed, on its
-// own goroutine, while Accept goes on. So idle or silent peers cannot
-// lock new clients out; only requests in flight can.
+// At the limit, a new connection first evicts the oldest connection that
+// has never authenticated, whatever it is doing: a peer without a token
+// costs nothing to the clients that have one. Then the connection that
+// has waited longest without sending a byte: one idle between keep-alive
+// requests. It is closed, as net/http's own idle timeout would close it.
+// Only when every open connection is authenticated and busy (a request in
+// flight, or a request head arriving for under a second; an older partial
+// head is evicted next, oldest first) is the new one answered 503 with
+// Connection: close and closed, on its own goroutine, while Accept goes
+// on. So unauthenticated, idle or silent peers cannot lock new clients
+// out; only authenticated requests in flight can.
 type connLimit struct {
 	max      int
 	log      *slog.Logger
@@ -72,6 +79,15 @@ func (l *connLimit) Listen(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, l: l}
 }
 
+// ConnContext is the server's http.Server.ConnContext hook: requests on
+// c carry the mark the front calls when it accepts their token.
+func (l *connLimit) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitedConn); ok {
+		return front.WithAuthMark(ctx, lc.authenticate)
+	}
+	return ctx
+}
+
 // ConnState is the server's http.Server.ConnState hook. It runs twice per
 // request (Active, then Idle), so it takes no lock: the connection's phase
 // and waiting time are atomics, read under l.mu only by admit's scan.
@@ -91,16 +107,18 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// admit counts c in, evicting the longest-waiting silent connection if
-// the limit is reached; it returns nil when every connection is busy.
+// admit counts c in, evicting a connection (see evict) if the limit is
+// reached; it returns nil when every connection is authenticated and busy.
 func (l *connLimit) admit(c net.Conn) *limitedConn {
-	lc := &limitedConn{Conn: c, l: l}
-	lc.since.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	lc := &limitedConn{Conn: c, l: l, accepted: now}
+	lc.since.Store(now)
 	var victim *limitedConn
 	var victimSince int64
+	var why string
 	l.mu.Lock()
 	if len(l.conns) >= l.max {
-		victim, victimSince = l.evict()
+		victim, victimSince, why = l.evict()
 		if victim == nil {
 			l.mu.Unlock()
 			return nil
@@ -110,51 +128,69 @@ func (l *connLimit) admit(c net.Conn) *limitedConn {
 	l.conns[lc] = struct{}{}
 	l.mu.Unlock()
 	if victim != nil {
-		l.warn(fmt.Sprintf("%d connections open: closing the one that waited longest without a request to make room (see --max-connections)", l.max),
-			"closed", victim.RemoteAddr().String(), "waited", time.Since(time.Unix(0, victimSince)).Round(time.Millisecond), "new", c.RemoteAddr().String())
+		l.warn(fmt.Sprintf("%d connections open: closing the %s to make room (see --max-connections)", l.max, why),
+			"closed", victim.RemoteAddr().String(), "for", time.Since(time.Unix(0, victimSince)).Round(time.Millisecond), "new", c.RemoteAddr().String())
 		victim.Close()
 	}
 	return lc
 }
 
 // evict picks the connection to close for a new one and claims it, or
-// returns nil when every connection is busy. First choice: the longest
-// silent; second: the oldest whose request head has been arriving for
-// over slowHead (a client sends a head in one go; one that trickles is not
-// one to keep waiting for at the expense of a new client). The claim is a
-// compare-and-swap of the phase the scan saw: a connection whose request
-// began arriving (or began being served) since is not closed under it;
-// the scan is made again without it. The caller holds l.mu.
-func (l *connLimit) evict() (*limitedConn, int64) {
-	for range 8 { // each retry means a connection became busier: bounded
-		var victim, slow *limitedConn
-		var victimSince, slowSince int64
+// returns nil when every connection is authenticated and busy; it also
+// says, for the log, which it is and since when. First choice: the oldest
+// that never authenticated (in any phase); second: the longest silent;
+// third: the oldest whose request head has been arriving for over
+// slowHead (a client sends a head in one go; one that trickles is not one
+// to keep waiting for at the expense of a new client). The claim is a
+// compare-and-swap of the state the scan saw: a connection that
+// authenticated, or whose request began arriving (or began being served)
+// since, is not closed under it; the scan is made again without it. The
+// caller holds l.mu.
+func (l *connLimit) evict() (*limitedConn, int64, string) {
+	for range 8 { // each retry means a connection became busier or authenticated: bounded
+		var anon, idle, slow *limitedConn
+		var anonState, idleState, slowState int32
+		var idleSince, slowSince int64
 		now := time.Now().UnixNano()
 		for o := range l.conns {
+			st := o.state.Load()
+			if st&authenticated == 0 {
+				if phaseOf(st) != phaseEvicted && (anon == nil || o.accepted < anon.accepted) {
+					anon, anonState = o, st
+				}
+				continue
+			}
 			since := o.since.Load()
-			switch o.phase.Load() {
+			switch phaseOf(st) {
 			case phaseWaiting:
-				if victim == nil || since < victimSince {
-					victim, victimSince = o, since
+				if idle == nil || since < idleSince {
+					idle, idleState, idleSince = o, st, since
 				}
 			case phaseHead:
 				if time.Duration(now-since) >= l.slowHead && (slow == nil || since < slowSince) {
-					slow, slowSince = o, since
+					slow, slowState, slowSince = o, st, since
 				}
 			}
 		}
-		want := int32(phaseWaiting)
-		if victim == nil {
-			victim, victimSince, want = slow, slowSince, phaseHead
+		var victim *limitedConn
+		var want int32
+		var since int64
+		var why string
+		switch {
+		case anon != nil:
+			victim, want, since, why = anon, anonState, anon.accepted, "oldest connection that has not authenticated"
+		case idle != nil:
+			victim, want, since, why = idle, idleState, idleSince, "connection that waited longest without a request"
+		case slow != nil:
+			victim, want, since, why = slow, slowState, slowSince, "oldest connection whose request head is still arriving"
+		default:
+			return nil, 0, ""
 		}
-		if victim == nil {
-			return nil, 0
-		}
-		if victim.phase.CompareAndSwap(want, phaseEvicted) {
-			return victim, victimSince
+		if victim.state.CompareAndSwap(want, phaseEvicted) {
+			return victim, since, why
 		}
 	}
-	return nil, 0
+	return nil, 0, ""
 }
 
 func (l *connLimit) drop(lc *limitedConn) {
@@ -226,12 +262,17 @@ type limitedConn struct {
 	net.Conn
 	l    *connLimit
 	once sync.Once
-	// phase: see the phase constants. Only admit's scan moves a
-	// connection to phaseEvicted, and nothing moves it out.
-	phase atomic.Int32
+	// state is the connection's phase (see the phase constants), with
+	// the authenticated bit once the front accepted a token on it. One
+	// word, so that admit's claim (a compare-and-swap to phaseEvicted)
+	// fails on a connection that authenticated since the scan. Only the
+	// claim moves a connection to phaseEvicted, and nothing moves it out.
+	state atomic.Int32
 	// since is, in unix nanoseconds, when the connection began waiting,
 	// then, once it has read a byte, when its request head began arriving.
 	since atomic.Int64
+	// accepted is when the connection was accepted, in unix nanoseconds.
+	accepted int64
 }
 
 // The phases of a limitedConn.
@@ -247,13 +288,35 @@ const (
 	phaseBusy
 	// phaseEvicted: claimed by admit, being closed.
 	phaseEvicted
+
+	phaseMask = 0x0f
+	// authenticated is the bit of a limitedConn's state set once a
+	// request on it passed the front's token check; it stays set.
+	authenticated = 0x10
 )
+
+// phaseOf is the phase in a limitedConn's state word.
+func phaseOf(state int32) int32 { return state & phaseMask }
+
+// phase is c's phase now.
+func (c *limitedConn) phase() int32 { return phaseOf(c.state.Load()) }
 
 // setPhase moves c to p, unless it was evicted.
 func (c *limitedConn) setPhase(p int32) {
 	for {
-		old := c.phase.Load()
-		if old == phaseEvicted || c.phase.CompareAndSwap(old, p) {
+		old := c.state.Load()
+		if phaseOf(old) == phaseEvicted || c.state.CompareAndSwap(old, old&authenticated|p) {
+			return
+		}
+	}
+}
+
+// authenticate marks c authenticated, unless it was evicted (then it is
+// being closed, and the request that authenticated fails with it).
+func (c *limitedConn) authenticate() {
+	for {
+		old := c.state.Load()
+		if old&authenticated != 0 || phaseOf(old) == phaseEvicted || c.state.CompareAndSwap(old, old|authenticated) {
 			return
 		}
 	}
@@ -261,12 +324,12 @@ func (c *limitedConn) setPhase(p int32) {
 
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.phase.Load() == phaseWaiting {
+	if old := c.state.Load(); n > 0 && phaseOf(old) == phaseWaiting {
 		// The first byte since the connection began waiting: from now
 		// on since is when its request head began arriving (the slow-head
 		// rule measures that, not how long it had been idle before).
 		c.since.Store(time.Now().UnixNano())
-		if !c.phase.CompareAndSwap(phaseWaiting, phaseHead) && c.phase.Load() == phaseEvicted {
+		if !c.state.CompareAndSwap(old, old&authenticated|phaseHead) && c.phase() == phaseEvicted {
 			// admit claimed it an instant before: it is being closed,
 			// and what it read is not served.
 			return 0, net.ErrClosed

@@ -11,11 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
 )
 
 // limitServer serves, under a connection limit of max, GET /health ("ok")
 // and GET /block, which answers "released" once release is closed and
-// sends on entered when it begins.
+// sends on entered when it begins. Each marks its connection
+// authenticated, as the front does for a request with a valid token,
+// unless its query is "anon".
 type limitServer struct {
 	addr    string
 	limit   *connLimit
@@ -38,8 +42,14 @@ func startLimitServer(t *testing.T, max int) *limitServer {
 		io.WriteString(w, "released")
 	})
 	f := httpFlags{readHeaderTimeout: 10 * time.Second, idleTimeout: time.Minute, maxHeaderBytes: 1 << 20, maxConnections: max}
-	srv, sl := f.server(mux, ln, slog.New(slog.DiscardHandler))
-	if srv.ConnState == nil {
+	marking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "anon" {
+			front.MarkAuthenticated(r.Context())
+		}
+		mux.ServeHTTP(w, r)
+	})
+	srv, sl := f.server(marking, ln, slog.New(slog.DiscardHandler))
+	if srv.ConnState == nil || srv.ConnContext == nil {
 		t.Fatal("server() with --max-connections set no ConnState hook: the limit cannot tell idle connections from busy ones")
 	}
 	s.limit = sl.(*limitListener).l
@@ -126,7 +136,7 @@ func (l *connLimit) anyRead() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if c.phase.Load() == phaseHead {
+		if c.phase() == phaseHead {
 			return true
 		}
 	}
@@ -141,7 +151,7 @@ func (s *limitServer) waitWaiting(t *testing.T, n int) {
 		s.limit.mu.Lock()
 		waiting := 0
 		for c := range s.limit.conns {
-			if c.phase.Load() == phaseWaiting {
+			if c.phase() == phaseWaiting {
 				waiting++
 			}
 		}
@@ -219,9 +229,11 @@ func TestConnectionLimitAllBusy(t *testing.T) {
 		<-s.entered
 		busy = append(busy, lc)
 	}
-	// The last one is sending its head slowly: it has sent bytes, so it is
-	// serving a request, not idle.
+	// The last one, authenticated on an earlier request, is sending its
+	// next head slowly: it has sent bytes, so it is serving a request,
+	// not idle.
 	partial := dialLimit(t, s.addr)
+	partial.mustGet(t, "the request that authenticates")
 	if _, err := io.WriteString(partial.c, "GET /health HTTP/1.1\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +339,7 @@ func TestConnectionLimitSlowHeadFromFirstByte(t *testing.T) {
 	for lc == nil {
 		s.limit.mu.Lock()
 		for c := range s.limit.conns {
-			if c.phase.Load() != phaseBusy {
+			if c.phase() != phaseBusy {
 				lc = c
 			}
 		}
@@ -363,23 +375,101 @@ func TestEvictionClaims(t *testing.T) {
 	a, b := net.Pipe()
 	defer b.Close()
 	lc := l.admit(a)
+	lc.authenticate()
 	l.ConnState(lc, http.StateActive)
 	l.mu.Lock()
-	if v, _ := l.evict(); v != nil {
+	if v, _, _ := l.evict(); v != nil {
 		t.Error("a busy connection was claimed")
 	}
 	l.mu.Unlock()
 	l.ConnState(lc, http.StateIdle)
 	l.mu.Lock()
-	v, _ := l.evict()
+	v, _, _ := l.evict()
 	l.mu.Unlock()
-	if v != lc || lc.phase.Load() != phaseEvicted {
-		t.Fatalf("the waiting connection was not claimed (phase %d)", lc.phase.Load())
+	if v != lc || lc.phase() != phaseEvicted {
+		t.Fatalf("the waiting connection was not claimed (phase %d)", lc.phase())
 	}
 	for _, s := range []http.ConnState{http.StateActive, http.StateIdle, http.StateNew} {
 		l.ConnState(lc, s)
-		if lc.phase.Load() != phaseEvicted {
-			t.Errorf("after %v, a claimed connection is in phase %d", s, lc.phase.Load())
+		if lc.phase() != phaseEvicted {
+			t.Errorf("after %v, a claimed connection is in phase %d", s, lc.phase())
 		}
+	}
+}
+
+// At the limit, the oldest connection that never authenticated goes
+// first, even one serving a request while an authenticated one has been
+// idle longer; the next goes the same way; only then the existing rules:
+// the authenticated connection idle longest. An authenticated request in
+// flight is never closed.
+func TestConnectionLimitEvictsUnauthenticatedFirst(t *testing.T) {
+	const limit = 4
+	s := startLimitServer(t, limit)
+	idle := dialLimit(t, s.addr)
+	idle.mustGet(t, "an authenticated request")
+	s.waitWaiting(t, 1)
+	busy := dialLimit(t, s.addr)
+	busy.send(t, "/block")
+	<-s.entered
+	anonBusy := dialLimit(t, s.addr)
+	anonBusy.send(t, "/block?anon")
+	<-s.entered
+	anonIdle := dialLimit(t, s.addr)
+	if resp, body := anonIdle.get(t, "/health?anon"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("an unauthenticated request: %s %q", resp.Status, body)
+	}
+	s.waitOpen(t, limit)
+
+	for _, evicted := range []struct {
+		what string
+		lc   *limitClient
+	}{
+		{"the oldest unauthenticated connection, serving a request", anonBusy},
+		{"the other unauthenticated connection, idle", anonIdle},
+		{"the authenticated connection idle longest", idle},
+	} {
+		dialLimit(t, s.addr).mustGet(t, "a new client at the limit")
+		if ok, err := evicted.lc.closed(); !ok {
+			t.Errorf("%s: read %v; want it closed (EOF) to make room", evicted.what, err)
+		}
+	}
+	close(s.release)
+	if resp, body := busy.read(t); resp.StatusCode != 200 || body != "released" {
+		t.Errorf("the authenticated request in flight: %s %q, want 200 released", resp.Status, body)
+	}
+}
+
+// An unauthenticated connection is claimed whatever its phase; one that
+// authenticated is not claimed while busy; a claimed one stays claimed
+// when its request authenticates.
+func TestEvictionClaimsUnauthenticated(t *testing.T) {
+	l := newConnLimit(2, slog.New(slog.DiscardHandler))
+	a, b := net.Pipe()
+	defer b.Close()
+	c, d := net.Pipe()
+	defer d.Close()
+	authed := l.admit(a)
+	authed.authenticate()
+	l.ConnState(authed, http.StateActive)
+	anon := l.admit(c)
+	l.ConnState(anon, http.StateActive)
+	l.mu.Lock()
+	v, _, why := l.evict()
+	l.mu.Unlock()
+	if v != anon || anon.phase() != phaseEvicted || !strings.Contains(why, "not authenticated") {
+		t.Fatalf("claimed %p (%q), want the unauthenticated busy connection %p", v, why, anon)
+	}
+	anon.authenticate()
+	if anon.phase() != phaseEvicted {
+		t.Errorf("a claimed connection left phaseEvicted when it authenticated: phase %d", anon.phase())
+	}
+	l.mu.Lock()
+	v, _, _ = l.evict()
+	l.mu.Unlock()
+	if v != nil {
+		t.Errorf("an authenticated busy connection was claimed")
+	}
+	if authed.state.Load()&authenticated == 0 {
+		t.Error("the authenticated bit was lost")
 	}
 }

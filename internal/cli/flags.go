@@ -89,6 +89,7 @@ type gatewayFlags struct {
 	secretsFile        string
 	tasks              taskFlags
 	governance         governanceFlags
+	quota              quotaFlags
 }
 
 func (g *gatewayFlags) register(fs *flag.FlagSet) {
@@ -112,6 +113,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	g.tasks.register(fs)
 	g.governance.register(fs)
 	g.telemetry.register(fs)
+	g.quota.register(fs, "the gateway")
 }
 
 // registerHTTP registers the flags of the HTTP front (see httpFlags).
@@ -155,6 +157,7 @@ func (g *gatewayFlags) args() []string {
 	a = append(a, g.tasks.args()...)
 	a = append(a, g.governance.args()...)
 	a = append(a, g.telemetry.args()...)
+	a = append(a, g.quota.args()...)
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
 	}
@@ -169,44 +172,63 @@ func (g *gatewayFlags) args() []string {
 // front does about slow clients and idle sessions.
 type httpFlags struct {
 	readHeaderTimeout  time.Duration
+	bodyReadTimeout    time.Duration
 	idleTimeout        time.Duration
 	maxHeaderBytes     int
 	maxConnections     int
 	slowClientTimeout  time.Duration
 	sessionIdleTimeout time.Duration
 	maxSessions        int
+	// The per-tenant quotas of sessions and of the bytes kept to replay
+	// streams (front.Handler's fields of the same names).
+	maxSessionsPerTenant  int
+	replayBytesPerStream  int64
+	replayBytesPerSession int64
+	replayBytes           int64
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's head, from connecting or from the request's first byte (0: no limit)")
+	fs.DurationVar(&f.bodyReadTimeout, "body-read-timeout", front.DefaultBodyReadTimeout, "how long a request's body may take to arrive after its head (408 and the connection closed beyond; a streamed response is not bounded by it; 0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection is kept open (0: the read header timeout)")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 1<<20, "largest request head accepted (431 beyond)")
-	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the longest idle one, or is answered 503 if all are serving requests (0: no limit)")
+	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the oldest that never authenticated, else the longest idle one, or is answered 503 if all are serving authenticated requests (0: no limit)")
 	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
 	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
-	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond is answered 503 (0: no limit)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond ends the idlest session of the tenant holding the most, or is answered 503 (0: no limit)")
+	fs.IntVar(&f.maxSessionsPerTenant, "max-sessions-per-tenant", 100, "open sessions of one tenant at most (host: a sandbox; serve: a client identity, its initialize's clientInfo.name); an initialize beyond ends the tenant's session idle for longest (0: no limit)")
+	fs.Int64Var(&f.replayBytesPerStream, "replay-bytes-per-stream", 1<<20, "bytes kept per SSE stream for a client resuming it with Last-Event-ID; beyond, its oldest events are dropped (0: no limit)")
+	fs.Int64Var(&f.replayBytesPerSession, "replay-bytes-per-session", 4<<20, "bytes kept for replay per client session, its streams together; beyond, its oldest stream's oldest events are dropped (0: no limit)")
+	fs.Int64Var(&f.replayBytes, "replay-bytes", 64<<20, "bytes kept for replay by the whole gateway; beyond, the oldest events of the tenant holding the most are dropped (0: no limit)")
 }
 
 // args renders the flags for the serving process.
 func (f *httpFlags) args() []string {
 	return []string{
 		"--read-header-timeout=" + f.readHeaderTimeout.String(),
+		"--body-read-timeout=" + f.bodyReadTimeout.String(),
 		"--idle-timeout=" + f.idleTimeout.String(),
 		fmt.Sprintf("--max-header-bytes=%d", f.maxHeaderBytes),
 		fmt.Sprintf("--max-connections=%d", f.maxConnections),
 		"--slow-client-timeout=" + f.slowClientTimeout.String(),
 		"--session-idle-timeout=" + f.sessionIdleTimeout.String(),
 		fmt.Sprintf("--max-sessions=%d", f.maxSessions),
+		fmt.Sprintf("--max-sessions-per-tenant=%d", f.maxSessionsPerTenant),
+		fmt.Sprintf("--replay-bytes-per-stream=%d", f.replayBytesPerStream),
+		fmt.Sprintf("--replay-bytes-per-session=%d", f.replayBytesPerSession),
+		fmt.Sprintf("--replay-bytes=%d", f.replayBytes),
 	}
 }
 
 // check refuses negative limits.
 func (f *httpFlags) check() error {
 	switch {
-	case f.readHeaderTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0:
-		return errors.New("--read-header-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
+	case f.readHeaderTimeout < 0, f.bodyReadTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0:
+		return errors.New("--read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
 	case f.maxHeaderBytes < 0, f.maxConnections < 0, f.maxSessions < 0:
 		return errors.New("--max-header-bytes, --max-connections and --max-sessions must not be negative")
+	case f.maxSessionsPerTenant < 0, f.replayBytesPerStream < 0, f.replayBytesPerSession < 0, f.replayBytes < 0:
+		return errors.New("--max-sessions-per-tenant, --replay-bytes-per-stream, --replay-bytes-per-session and --replay-bytes must not be negative")
 	}
 	return nil
 }
@@ -214,8 +236,16 @@ func (f *httpFlags) check() error {
 // configure gives the front its limits and logger.
 func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
 	h.SlowClientTimeout = f.slowClientTimeout
+	h.BodyReadTimeout = f.bodyReadTimeout
+	if f.bodyReadTimeout == 0 {
+		h.BodyReadTimeout = -1 // the flag's 0 is no limit; the front's, its default
+	}
 	h.SessionIdleTimeout = f.sessionIdleTimeout
 	h.MaxSessions = f.maxSessions
+	h.MaxSessionsPerTenant = f.maxSessionsPerTenant
+	h.ReplayBytesPerStream = f.replayBytesPerStream
+	h.ReplayBytesPerSession = f.replayBytesPerSession
+	h.ReplayBytes = f.replayBytes
 	h.Logger = logger
 }
 
@@ -238,6 +268,7 @@ func (f *httpFlags) server(handler http.Handler, ln net.Listener, logger *slog.L
 	}
 	limit := newConnLimit(f.maxConnections, logger)
 	srv.ConnState = limit.ConnState
+	srv.ConnContext = limit.ConnContext
 	return srv, limit.Listen(ln)
 }
 

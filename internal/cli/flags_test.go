@@ -25,8 +25,9 @@ func TestHTTPFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := httpFlags{
-		readHeaderTimeout: 10 * time.Second, idleTimeout: 120 * time.Second, maxHeaderBytes: 1 << 20,
+		readHeaderTimeout: 10 * time.Second, bodyReadTimeout: 10 * time.Second, idleTimeout: 120 * time.Second, maxHeaderBytes: 1 << 20,
 		maxConnections: 1024, slowClientTimeout: 10 * time.Second, sessionIdleTimeout: 30 * time.Minute, maxSessions: 10000,
+		maxSessionsPerTenant: 100, replayBytesPerStream: 1 << 20, replayBytesPerSession: 4 << 20, replayBytes: 64 << 20,
 	}
 	if g.http != want {
 		t.Errorf("defaults = %+v, want %+v", g.http, want)
@@ -37,6 +38,7 @@ func TestHTTPFlags(t *testing.T) {
 	served.register(fs2)
 	served.registerHTTP(fs2)
 	g.http.maxConnections, g.http.sessionIdleTimeout, g.http.maxSessions = 7, 0, 0
+	g.http.maxSessionsPerTenant, g.http.replayBytesPerStream, g.http.replayBytesPerSession, g.http.replayBytes = 3, 10, 20, 30
 	if err := fs2.Parse(g.args()); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +49,19 @@ func TestHTTPFlags(t *testing.T) {
 	var h front.Handler
 	logger := slog.New(slog.DiscardHandler)
 	want.configure(&h, logger)
+	if h.MaxSessionsPerTenant != 100 || h.ReplayBytesPerStream != 1<<20 || h.ReplayBytesPerSession != 4<<20 || h.ReplayBytes != 64<<20 {
+		t.Errorf("front.Handler: MaxSessionsPerTenant %d, ReplayBytesPerStream %d, ReplayBytesPerSession %d, ReplayBytes %d", h.MaxSessionsPerTenant, h.ReplayBytesPerStream, h.ReplayBytesPerSession, h.ReplayBytes)
+	}
+	if h.BodyReadTimeout != want.bodyReadTimeout {
+		t.Errorf("front.Handler: BodyReadTimeout %v, want %v", h.BodyReadTimeout, want.bodyReadTimeout)
+	}
+	noBodyLimit := want
+	noBodyLimit.bodyReadTimeout = 0
+	var unbounded front.Handler
+	noBodyLimit.configure(&unbounded, logger)
+	if unbounded.BodyReadTimeout >= 0 {
+		t.Errorf("--body-read-timeout=0 (no limit) gave the front BodyReadTimeout %v; want a negative one (its 0 is the default)", unbounded.BodyReadTimeout)
+	}
 	if h.SlowClientTimeout != want.slowClientTimeout || h.SessionIdleTimeout != want.sessionIdleTimeout || h.MaxSessions != want.maxSessions || h.Logger != logger {
 		t.Errorf("front.Handler: SlowClientTimeout %v, SessionIdleTimeout %v, MaxSessions %d, Logger set %v", h.SlowClientTimeout, h.SessionIdleTimeout, h.MaxSessions, h.Logger == logger)
 	}
@@ -56,7 +71,7 @@ func TestHTTPFlags(t *testing.T) {
 		t.Errorf("http.Server = %+v; want the flags' timeouts, no read or write timeout (streams), an ErrorLog", srv)
 	}
 
-	for _, bad := range [][]string{{"--max-connections=-1"}, {"--read-header-timeout=-1s"}} {
+	for _, bad := range [][]string{{"--max-connections=-1"}, {"--read-header-timeout=-1s"}, {"--replay-bytes=-1"}, {"--max-sessions-per-tenant=-1"}, {"--body-read-timeout=-1s"}} {
 		var b gatewayFlags
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
 		b.registerHTTP(fs)

@@ -174,19 +174,27 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, auditUsage)
 		return exitUsage
 	}
-	fs := newFlagSet("audit verify", "mcp-gateway audit verify FILE [FILE...]", auditUsage, stderr)
+	fs := newFlagSet("audit verify", "mcp-gateway audit verify [--from HASH] FILE [FILE...]", auditUsage, stderr)
+	from := fs.String("from", "", "the `hash` the chain should start from (the prev of its first record) when its head was rotated away; default: the genesis (64 zeros)")
 	if code, done := parse(fs, args[1:], stdout); done {
 		return code
 	}
 	files := fs.Args()
+	if *from != "" && !isHash(*from) {
+		fmt.Fprintf(stderr, "mcp-gateway audit verify: --from must be a record's hash (64 hex digits), not %q\n", *from)
+		return exitUsage
+	}
+	var res *audit.Result
+	var err error
 	switch len(files) {
 	case 0:
 		fmt.Fprintln(stderr, "mcp-gateway audit verify: name the audit file (its rotated files FILE.1, FILE.2, ... are read first)")
 		return exitUsage
 	case 1:
-		files = audit.Files(files[0])
+		res, err = audit.VerifyLog(files[0], *from)
+	default:
+		res, err = audit.VerifyFrom(*from, files...)
 	}
-	res, err := audit.Verify(files...)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway audit verify: %v\n", err)
 		return exitError
@@ -194,24 +202,40 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	for _, p := range res.Problems {
 		fmt.Fprintln(stdout, p.String())
 	}
-	start := "the chain's first record"
-	if res.First != audit.Genesis {
-		start = "a record before these files (rotated away), whose hash is " + res.First
-	}
 	if len(res.Problems) > 0 {
-		fmt.Fprintf(stdout, "FAILED: %d problems in %d records (%s)\n", len(res.Problems), res.Records, strings.Join(files, ", "))
+		fmt.Fprintf(stdout, "FAILED: %d problems in %d records (%s)\n", len(res.Problems), res.Records, strings.Join(res.Files, ", "))
 		return exitError
 	}
-	fmt.Fprintf(stdout, "ok: %d records in %d files, chained from %s; last hash %s\n", res.Records, len(files), start, res.Last)
+	start := "the chain's genesis"
+	if res.First != audit.Genesis {
+		start = "--from " + res.First
+	}
+	fmt.Fprintf(stdout, "ok: %d records in %d files, chained from %s; last hash %s\n", res.Records, len(res.Files), start, res.Last)
 	return exitOK
 }
 
-const auditUsage = `Usage: mcp-gateway audit verify FILE [FILE...]
+// isHash says whether s is a record hash: 64 lowercase hex digits.
+func isHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+const auditUsage = `Usage: mcp-gateway audit verify [--from HASH] FILE [FILE...]
 
 Check an audit log's hash chain: every record must match its own hash and
 carry the hash of the record before it, so an edited, removed, inserted or
-reordered record is reported with its file and line (exit code 1). Given one
-FILE, its rotated files (FILE.N ... FILE.1) are read first, as one chain.
+reordered record is reported with its file and line (exit code 1). The
+chain must start at its genesis, or at --from HASH when its head was
+rotated away (the gateway logs that hash when it drops a file). Given one
+FILE, its rotated files (FILE.N ... FILE.1) are read first, as one chain,
+and a rotated file missing between them fails the check, named.
 Keep the printed last hash elsewhere to detect a later truncation.`
 
 // registerHost registers the governance flags of the host daemon, whose

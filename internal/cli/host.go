@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/attach"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
@@ -56,9 +57,11 @@ type hostFlags struct {
 	maxBody                       int64
 	maxResponse                   int
 	tasks                         taskFlags
+	serverEnv                     commaListFlag // more of the daemon's variables its servers get
 	http                          httpFlags
 	governance                    governanceFlags
 	telemetry                     telemetryFlags
+	quota                         quotaFlags
 }
 
 func (f *hostFlags) register(fs *flag.FlagSet) {
@@ -74,10 +77,12 @@ func (f *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toolPrefix, "tool-prefix", "", "when tool names carry their server's name: '' (only on a collision), always, never")
 	fs.Int64Var(&f.maxBody, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	fs.IntVar(&f.maxResponse, "max-response-bytes", 16<<20, "largest message accepted from a server")
+	fs.Var(&f.serverEnv, "server-env", "`names` of more of the daemon's environment variables its local servers get, beside the documented ones (docs/host.md), comma-separated or repeated; NAME_* takes a prefix")
 	f.http.register(fs)
 	f.tasks.register(fs)
 	f.governance.registerHost(fs)
 	f.telemetry.registerHost(fs)
+	f.quota.registerHost(fs)
 }
 
 func runHost(args []string, stdout, stderr io.Writer) int {
@@ -123,6 +128,7 @@ type hostDaemon struct {
 	stderr     io.Writer
 	prefix     gateway.PrefixMode
 	governance host.GovernanceOptions
+	limits     gateway.Limits
 }
 
 // newHostDaemon checks the flags the parser could not; an error is a
@@ -141,7 +147,12 @@ func newHostDaemon(f *hostFlags, logW, stderr io.Writer) (*hostDaemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance}, nil
+	governance.MaxPendingApprovals = f.quota.maxPendingApprovals
+	limits, err := f.quota.limits()
+	if err != nil {
+		return nil, err
+	}
+	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance, limits: limits}, nil
 }
 
 // fail logs why the daemon stops, and says it on standard error too when
@@ -224,7 +235,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		Dir:          f.stateDir,
 		Store:        store,
 		URL:          url,
-		Attach:       flags.attachOptions(environWithout(tokenEnv), guard, d.logger, d.logOut),
+		Attach:       flags.attachOptions(attach.HostEnv(os.Environ(), f.serverEnv...), guard, d.logger, d.logOut), // never the daemon's whole environment
 		Router:       gateway.RouterOptions{Prefix: d.prefix, CallTimeout: f.callTimeout},
 		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
 		Tasks:        f.tasks.options(),
@@ -232,6 +243,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		MaxBodyBytes: f.maxBody,
 		Governance:   d.governance,
 		Telemetry:    tel,
+		Limits:       d.limits,
 	}
 }
 
@@ -242,7 +254,7 @@ func (d *hostDaemon) serve(ctx context.Context, h *host.Host, ln, control net.Li
 		d.flags.http.configure(fh, d.logger)
 	}
 	mcpSrv, mcpLn := d.flags.http.server(h.Handler(), ln, d.logger)
-	ctlSrv := &http.Server{Handler: h.ControlHandler(), ReadHeaderTimeout: 30 * time.Second}
+	ctlSrv := &http.Server{Handler: h.ControlHandler(), ConnContext: host.ControlConnContext, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 2)
 	go func() { served <- mcpSrv.Serve(mcpLn) }()
 	go func() { served <- ctlSrv.Serve(control) }()

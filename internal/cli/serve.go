@@ -265,6 +265,9 @@ func newGateway(g *gatewayFlags, specs []mcpconfig.Server, fromLauncher bool, lo
 	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
 	gw.Tasks = g.tasks.options()
+	if gw.Limits, err = g.quota.limits(); err != nil {
+		return nil, &configError{err}
+	}
 	if gw.Guard, err = g.governance.guard(specs, logger); err != nil {
 		return nil, &configError{err}
 	}
@@ -385,6 +388,7 @@ func newFrontHandler(g *gatewayFlags, gw *gateway.Gateway, token string, tel *te
 		handler.Metrics = tel.Metrics.Handler()
 		tel.Metrics.WatchServers(router.Status)
 		tel.Metrics.WatchSessions(handler.SessionCounts)
+		tel.Metrics.WatchQuotas(gw.QuotaStatus)
 	}
 	g.http.configure(handler, logger)
 	return handler

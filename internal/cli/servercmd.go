@@ -45,6 +45,8 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client-secret); default: dynamic registration")
 	fs.StringVar(&req.ClientMetadataURL, "client-metadata-url", "", "an https `url` of a client ID metadata document you publish, used when the authorization server supports them")
 	fs.Var(&f.scopes, "scope", "OAuth `scopes` to ask for when the server names none, comma-separated or repeated")
+	fs.StringVar(&req.OAuthIssuer, "oauth-issuer", "", "pin a remote OAuth server's authorization server to this issuer `url`: an authorization (or a client secret) is never sent to another one its metadata names; default: the issuer of the first grant, kept with the token")
+	fs.StringVar(&req.OAuthTokenEndpoint, "oauth-token-endpoint", "", "pin the authorization server's token endpoint `url` too (needed for a confidential client whose token endpoint is on another origin than its issuer)")
 	fs.BoolVar(&req.PerSandbox, "per-sandbox", false, "keep a remote OAuth server's tokens per sandbox (each sandbox authorizes it on its own: mcp-gateway auth NAME --sandbox S, or its NAME-authorize tool) instead of one grant shared by its sandboxes")
 	fs.BoolVar(&f.skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
 }

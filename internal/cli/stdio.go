@@ -92,6 +92,7 @@ func serveStdio(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, 
 	countDecisions(gw, tel)
 	if tel.Metrics != nil {
 		tel.Metrics.WatchServers(gw.Router.Status) // served by --metrics-listen only
+		tel.Metrics.WatchQuotas(gw.QuotaStatus)
 	}
 	if err := startServers(ctx, g, gw.Router, false); err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)

@@ -1,11 +1,13 @@
 package front
 
 import (
+	"context"
 	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // authorized reports whether r carries "Authorization: Bearer <token>".
@@ -74,4 +76,91 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// authMarkKey is the context key of the function a request calls once the
+// front has accepted its bearer token (see WithAuthMark).
+type authMarkKey struct{}
+
+// WithAuthMark returns ctx carrying mark, which the front calls for each
+// request on it whose bearer token it accepts (every request when
+// authentication is off). The command line puts it in each connection's
+// context (http.Server.ConnContext), so that the connection limit can
+// tell the connections that authenticated from those that never did.
+func WithAuthMark(ctx context.Context, mark func()) context.Context {
+	return context.WithValue(ctx, authMarkKey{}, mark)
+}
+
+// MarkAuthenticated calls the mark WithAuthMark put in ctx, if any.
+func MarkAuthenticated(ctx context.Context) {
+	if mark, ok := ctx.Value(authMarkKey{}).(func()); ok {
+		mark()
+	}
+}
+
+// unauthorized answers 401 and closes the connection without reading the
+// request's body: net/http would otherwise read it after the handler
+// returns, for as long as a peer without a token cares to take sending it.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
+	refuseAndClose(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token>")
+}
+
+// refuseAndClose answers an unauthenticated request with status and msg,
+// and closes its connection without reading its body (closeUnread).
+func refuseAndClose(w http.ResponseWriter, status int, msg string) {
+	closeUnread(w)
+	http.Error(w, msg, status)
+}
+
+// closeUnread makes the response say Connection: close and net/http give
+// up the request's body at once: what its buffered reader already holds
+// is discarded, nothing more is waited for (a read deadline in the past),
+// and the connection is closed after the response. Without it net/http
+// reads an unread body before or after the response, as long as the body
+// deadline allows, holding the connection for a peer that showed no token.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// dropBody is closeUnread for a request that has a body: one without
+// stays on its kept-alive connection.
+func dropBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		closeUnread(w)
+	}
+}
+
+// bodyReadTimeout is how long a request's body may take to arrive, or 0.
+func (h *Handler) bodyReadTimeout() time.Duration {
+	switch {
+	case h.BodyReadTimeout > 0:
+		return h.BodyReadTimeout
+	case h.BodyReadTimeout < 0:
+		return 0
+	}
+	return DefaultBodyReadTimeout
+}
+
+// startBodyDeadline bounds the arrival of r's body, if it has one; the
+// handler that reads it lifts the bound once it has (endBodyDeadline), so
+// that a response streamed for long is not cut by it (net/http reads the
+// connection in the background once the body is in, to notice a client
+// going away). A body the handler does not read is bounded while net/http
+// discards it after the handler.
+func (h *Handler) startBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return // no body
+	}
+	if d := h.bodyReadTimeout(); d > 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+	}
+}
+
+// endBodyDeadline lifts startBodyDeadline's bound once the body is read.
+func (h *Handler) endBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 && h.bodyReadTimeout() > 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -37,6 +39,9 @@ const DefaultSlowClientTimeout = 10 * time.Second
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 8 << 20
 
+// DefaultBodyReadTimeout is Handler.BodyReadTimeout's default.
+const DefaultBodyReadTimeout = 10 * time.Second
+
 // Handler serves /mcp and /health. Set its fields before serving.
 type Handler struct {
 	// Gateway answers every MCP message.
@@ -46,6 +51,12 @@ type Handler struct {
 	Token string
 	// MaxBodyBytes bounds a request body (413 beyond); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a request's body may take to arrive
+	// after its head: a POST whose body is not in by then gets 408 and its
+	// connection is closed. The bound is lifted once the body is read, so
+	// a long streamed response is not cut by it. 0 means
+	// DefaultBodyReadTimeout; negative, no bound.
+	BodyReadTimeout time.Duration
 	// Health returns the /health document: with detail (the request
 	// carries a valid bearer token, or authentication is off) everything it
 	// knows, without only what an anonymous caller may see (status and
@@ -64,9 +75,31 @@ type Handler struct {
 	// holds) after this long without a request; 0 means never. A request
 	// in progress, an open GET stream included, keeps its session alive.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the open session-era sessions; an initialize
-	// beyond it is refused with 503. 0 means no limit.
+	// MaxSessions bounds the open session-era sessions. An initialize
+	// beyond it ends the idlest session of the tenant holding the most
+	// sessions, when that is another tenant holding more than the new
+	// session's; else the new session's tenant's own idlest session
+	// without a call in progress; failing that it is refused with 503.
+	// So no tenant is refused while another holds more. 0 means no limit.
 	MaxSessions int
+	// MaxSessionsPerTenant bounds one tenant's open sessions: a sandbox's
+	// (with Tenants), else a client identity's (the clientInfo.name its
+	// initialize sends). An initialize beyond it ends the tenant's own
+	// session idle for longest (without a call in progress; a session
+	// whose client only listens on a GET stream is idle), or is refused
+	// with 503 when every one has a call in progress. 0 means no limit.
+	MaxSessionsPerTenant int
+	// ReplayBytesPerStream, ReplayBytesPerSession and ReplayBytes bound
+	// the bytes the front keeps for clients resuming streams with
+	// Last-Event-ID: per stream, per session, and in all. Beyond one the
+	// oldest events go first: the stream's own, the session's oldest
+	// stream's, and over ReplayBytes those of the session holding the most
+	// of the tenant holding the most. Events a connected client has yet to
+	// read are its queue and are never dropped. A resume asking for a
+	// dropped event is refused with 409, naming the limit. 0 means no limit.
+	ReplayBytesPerStream  int64
+	ReplayBytesPerSession int64
+	ReplayBytes           int64
 	// PrimeAfter is how long a session-era request may go unanswered
 	// before its response becomes a resumable SSE stream, opened with a
 	// priming event (an id and a retry), so that a client whose connection
@@ -86,6 +119,13 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	tenants  map[tenantKey]*tenant
+	pending  int               // places taken by initializes in progress
+	evicted  map[string]string // recently evicted session ids → why, for their 404
+	evictLog []string          // their ids, oldest first
+
+	replayBytes atomic.Int64 // held by every session's resumable streams
+	watchOnce   sync.Once    // registers ReplayBytesHeld with the metrics
 
 	initOnce    sync.Once
 	stop        chan struct{} // closed by Close: stops the janitor
@@ -133,6 +173,7 @@ var discard = slog.New(slog.DiscardHandler)
 
 // ServeHTTP routes /mcp and /health.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.startBodyDeadline(w, r)
 	switch r.URL.Path {
 	case "/health":
 		h.serveHealth(w, r)
@@ -141,6 +182,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/metrics":
 		h.serveMetrics(w, r)
 	default:
+		dropBody(w, r)
 		http.NotFound(w, r)
 	}
 }
@@ -150,6 +192,10 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 		forbidRebinding(w)
 		return
 	}
+	detail := h.gateway(r) != nil
+	if !detail {
+		dropBody(w, r)
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -157,7 +203,7 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	var doc any = map[string]string{"status": "ok"}
 	if h.Health != nil {
-		doc = h.Health(h.gateway(r) != nil)
+		doc = h.Health(detail)
 	}
 	writeJSON(w, http.StatusOK, doc)
 }
@@ -165,6 +211,7 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveMetrics serves the Prometheus metrics to a caller holding a token.
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if h.Metrics == nil {
+		dropBody(w, r)
 		http.NotFound(w, r)
 		return
 	}
@@ -173,8 +220,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.gateway(r) == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		unauthorized(w)
 		return
 	}
 	h.Metrics.ServeHTTP(w, r)
@@ -192,7 +238,7 @@ func (h *Handler) SessionCounts() map[string]int {
 }
 
 func forbidRebinding(w http.ResponseWriter) {
-	http.Error(w, "Forbidden: this loopback listener accepts only loopback Host and Origin headers", http.StatusForbidden)
+	refuseAndClose(w, http.StatusForbidden, "Forbidden: this loopback listener accepts only loopback Host and Origin headers")
 }
 
 func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
@@ -202,8 +248,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	gw := h.gateway(r)
 	if gw == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		unauthorized(w)
 		return
 	}
 	switch r.Method {
@@ -219,19 +264,22 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gateway returns the gateway the request's token opens, or nil.
+// gateway returns the gateway the request's token opens, or nil; a
+// request it opens one for marks its connection authenticated
+// (WithAuthMark).
 func (h *Handler) gateway(r *http.Request) *gateway.Gateway {
+	var gw *gateway.Gateway
 	if h.Tenants != nil {
-		token, ok := bearer(r)
-		if !ok {
-			return nil
+		if token, ok := bearer(r); ok {
+			gw = h.Tenants(token)
 		}
-		return h.Tenants(token)
+	} else if h.Token == "" || authorized(r, h.Token) {
+		gw = h.Gateway
 	}
-	if h.Token != "" && !authorized(r, h.Token) {
-		return nil
+	if gw != nil {
+		MarkAuthenticated(r.Context())
 	}
-	return h.Gateway
+	return gw
 }
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.Gateway) {
@@ -240,8 +288,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		limit = DefaultMaxBodyBytes
 	}
 	body, err := readBody(w, r, limit)
-	if err != nil {
+	if err != nil { // the body deadline stays: net/http discards the rest under it
 		var tooBig *http.MaxBytesError
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, http.StatusRequestTimeout, nil, wire.Errorf(wire.CodeInvalidRequest,
+				"the request body did not arrive within %v of its head; send the whole body without pausing", h.bodyReadTimeout()))
+			return
+		}
 		if errors.As(err, &tooBig) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, wire.Errorf(wire.CodeInvalidRequest, "request body exceeds %d bytes", tooBig.Limit))
 			return
@@ -249,6 +303,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		writeRPCError(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeParseError, "reading the request body: %v", err))
 		return
 	}
+	h.endBodyDeadline(w, r)
 	m, err := wire.Parse(body)
 	if err != nil {
 		// Not JSON is a parse error; JSON that is no JSON-RPC message (a
@@ -275,8 +330,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(true)
+	defer sess.end(true)
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(gateway.SessionVersions, v) {
 		h.refuseVersion(w, m, v)
 		return
@@ -299,7 +354,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		}
 		ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params,
 			SessionID: sess.logID(), ProtocolVersion: sess.gs.ProtocolVersion(), Header: r.Header})
-		reply := sess.gs.Handle(context.WithoutCancel(ctx), m, st)
+		reply := sess.gs.Handle(gateway.WithCallerGone(context.WithoutCancel(ctx), r.Context().Done()), m, st)
 		if prime != nil {
 			prime.Stop()
 		}
@@ -352,25 +407,29 @@ func (h *Handler) refuseVersion(w http.ResponseWriter, m *wire.Message, requeste
 
 // initialize answers initialize and returns the answer (for telemetry).
 func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire.Message) gateway.Reply {
-	if h.full() {
-		return h.refuseSession(w, m)
+	t, refusal := h.admit(h.tenantKey(gw, m))
+	if refusal != "" {
+		return h.refuseSession(w, m, refusal)
 	}
 	gs, result, werr := gw.Initialize(m.Params)
 	if werr != nil {
+		h.unreserve(t)
 		writeRPCError(w, http.StatusOK, m.ID, werr)
 		return gateway.Reply{Error: werr.Marshal()}
 	}
-	s := &session{id: newSessionID(), gs: gs}
-	s.last.Store(time.Now().UnixNano())
+	s := &session{id: newSessionID(), gs: gs, h: h, tenant: t}
+	now := time.Now().UnixNano()
+	s.last.Store(now)
+	s.lastCall.Store(now)
 	h.mu.Lock()
-	if h.MaxSessions > 0 && len(h.sessions) >= h.MaxSessions { // another initialize took the last place
+	if h.tenants == nil { // Close ran meanwhile
 		h.mu.Unlock()
 		gs.Close()
-		return h.refuseSession(w, m)
+		return h.refuseSession(w, m, "this gateway is shutting down")
 	}
-	if h.sessions == nil {
-		h.sessions = map[string]*session{}
-	}
+	t.pending--
+	h.pending--
+	t.members[s] = struct{}{}
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	if h.SessionIdleTimeout > 0 {
@@ -383,24 +442,6 @@ func (h *Handler) initialize(w http.ResponseWriter, gw *gateway.Gateway, m *wire
 	reply := gateway.Reply{Result: result}
 	writeReply(w, 0, m.ID, reply)
 	return reply
-}
-
-// full reports whether the sessions are at MaxSessions.
-func (h *Handler) full() bool {
-	if h.MaxSessions <= 0 {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions) >= h.MaxSessions
-}
-
-func (h *Handler) refuseSession(w http.ResponseWriter, m *wire.Message) gateway.Reply {
-	w.Header().Set("Retry-After", "10")
-	e := wire.Errorf(wire.CodeInternalError,
-		"this gateway holds its limit of %d sessions; retry later, or end unused sessions with DELETE", h.MaxSessions)
-	writeRPCError(w, http.StatusServiceUnavailable, m.ID, e)
-	return gateway.Reply{Error: e.Marshal()}
 }
 
 // janitor ends the sessions idle for longer than timeout, until Close.
@@ -421,17 +462,17 @@ func (h *Handler) janitor(timeout time.Duration) {
 func (h *Handler) expire(before time.Time) {
 	var ended []*session
 	h.mu.Lock()
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.busy.Load() == 0 && s.last.Load() < before.UnixNano() {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
 		h.logger().Info("session expired: no request for the session idle timeout; its client must initialize again",
 			"session", s.logID(), "timeout", h.SessionIdleTimeout)
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -449,8 +490,13 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, gw *gateway.Ga
 	}
 	h.mu.Lock()
 	sess := h.sessions[id]
+	why := h.evicted[id]
 	h.mu.Unlock()
 	if sess == nil || sess.gs.Gateway() != gw {
+		if why != "" && sess == nil {
+			writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: the gateway ended it to make room for a new session (%s); send initialize to start a new one", why))
+			return nil, false
+		}
 		writeRPCError(w, http.StatusNotFound, rid, wire.Errorf(wire.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one"))
 		return nil, false
 	}
@@ -463,9 +509,11 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, gw *gatewa
 		return
 	}
 	h.mu.Lock()
-	delete(h.sessions, sess.id)
+	if h.sessions[sess.id] == sess {
+		h.removeLocked(sess)
+	}
 	h.mu.Unlock()
-	sess.gs.Close()
+	h.endSession(sess)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -478,14 +526,14 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 	if !ok {
 		return
 	}
-	sess.begin()
-	defer sess.end()
+	sess.begin(false)
+	defer sess.end(false)
 	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
 	var ev *events
-	var from uint64
+	var wr *writer
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		id, seq, ok := parseEventID(last)
 		if ok {
@@ -496,12 +544,16 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 				"Last-Event-ID %q names no stream of this session that can be resumed (it ended or was never opened); open a GET stream without it", last))
 			return
 		}
-		from = seq + 1
+		var gap *replayGap
+		if wr, gap = ev.resume(seq + 1); gap != nil {
+			h.refuseGap(w, last, id, gap)
+			return
+		}
 	} else {
 		ev = h.newEvents(sess.newStreamID('g'), sess.logID())
 		sess.keep(ev)
+		wr = ev.attach(0)
 	}
-	wr := ev.attach(from)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -523,15 +575,15 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, gw *gateway.G
 func (h *Handler) Forget(gw *gateway.Gateway) {
 	h.mu.Lock()
 	var ended []*session
-	for id, s := range h.sessions {
+	for _, s := range h.sessions {
 		if s.gs.Gateway() == gw {
 			ended = append(ended, s)
-			delete(h.sessions, id)
+			h.removeLocked(s)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range ended {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 
@@ -541,10 +593,10 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.stop) })
 	h.mu.Lock()
 	sessions := h.sessions
-	h.sessions = nil
+	h.sessions, h.tenants, h.pending = nil, nil, 0
 	h.mu.Unlock()
 	for _, s := range sessions {
-		s.gs.Close()
+		h.endSession(s)
 	}
 }
 

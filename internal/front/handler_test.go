@@ -137,13 +137,15 @@ func (h *Handler) has(sid string) bool {
 	return h.sessions[sid] != nil
 }
 
-// Beyond MaxSessions an initialize gets 503 with a JSON-RPC error; ending
-// a session makes room.
+// Beyond MaxSessions an initialize whose tenant's sessions all have a call
+// in progress gets 503 with a JSON-RPC error; ending a session makes room.
+// (An idle one would have been evicted: TestMaxSessionsFairShare.)
 func TestMaxSessions(t *testing.T) {
 	h := &Handler{Gateway: newGateway(), MaxSessions: 2}
 	defer h.Close()
 	first := initSession(t, h)
-	initSession(t, h)
+	h.busy(t, first)
+	h.busy(t, initSession(t, h))
 	w := do(h, "POST", initBody)
 	var msg struct {
 		ID    int `json:"id"`

@@ -22,8 +22,24 @@ import (
 // streamBuffer is how many of an SSE stream's latest events are kept: the
 // events a slow connection has not written yet (its queue: a full one
 // refuses more), and the events a client resuming the stream with
-// Last-Event-ID gets again.
+// Last-Event-ID gets again (those also within the replay byte budgets).
 const streamBuffer = 256
+
+// eventOverhead is what one kept event costs beyond its message, counted
+// in the replay byte budgets so that many tiny events are bounded too.
+const eventOverhead = 64
+
+// Limits that drop events from a replay buffer, as the resume error and
+// the metrics name them.
+const (
+	limitEvents     = "events"  // the stream's streamBuffer
+	limitStream     = "stream"  // Handler.ReplayBytesPerStream
+	limitSession    = "session" // Handler.ReplayBytesPerSession
+	limitTotal      = "total"   // Handler.ReplayBytes
+	flagPerStream   = "--replay-bytes-per-stream"
+	flagPerSession  = "--replay-bytes-per-session"
+	flagReplayTotal = "--replay-bytes"
+)
 
 // retryMillis is the reconnection delay the priming event of a resumable
 // stream asks for (the SSE retry field).
@@ -169,12 +185,20 @@ type events struct {
 	onSlow  func() // called when the connection is given up as too slow
 	tel     *telemetry.Telemetry
 
+	limit int64 // replay bytes the stream may hold (ReplayBytesPerStream); 0: no limit
+	h     *Handler
+
 	mu        sync.Mutex
 	buf       []event // the latest events, oldest first, at most streamBuffer (one more for the last)
 	next      uint64  // sequence number of the next event
 	ended     bool    // the last event is in
 	writer    *writer
 	fullSince time.Time // when the writer's queue filled up; zero while it is not full
+
+	bytes     int64    // what buf costs (messages and eventOverhead each)
+	acct      *session // the session whose replay budget counts bytes; nil: none
+	delivered uint64   // events before this sequence number were written to a connection
+	dropped   string   // the limit that dropped the stream's latest dropped event; "": none
 }
 
 // writer is one connection writing a stream.
@@ -191,7 +215,8 @@ type slowClient struct{ reason string }
 func (e *slowClient) Error() string { return e.reason }
 
 func (h *Handler) newEvents(id, session string) *events {
-	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger(), tel: h.Telemetry}
+	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger(), tel: h.Telemetry,
+		limit: h.ReplayBytesPerStream, h: h}
 	if id != "" {
 		e.buf = append(e.buf, event{seq: 0}) // the priming event
 		e.next = 1
@@ -199,13 +224,148 @@ func (h *Handler) newEvents(id, session string) *events {
 	return e
 }
 
+// eventCost is what an event counts in the replay budgets; the priming
+// event (no data) counts nothing, so a new stream starts at zero.
+func eventCost(data []byte) int64 {
+	if data == nil {
+		return 0
+	}
+	return int64(len(data)) + eventOverhead
+}
+
+// count makes the stream's bytes count against s's replay budget; s.mu is held.
+func (e *events) count(s *session) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.acct = s
+	s.charge(e.bytes)
+}
+
+// uncount takes the stream's bytes out of its session's replay budget: it
+// can no longer be resumed.
+func (e *events) uncount() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.acct != nil {
+		e.acct.charge(-e.bytes)
+		e.acct = nil
+	}
+}
+
+// droppable is how many of the oldest events may be dropped: all without
+// a writer, else those it has written (the rest are its queue); e.mu is held.
+func (e *events) droppable() int {
+	if e.writer == nil {
+		return len(e.buf)
+	}
+	n := 0
+	for n < len(e.buf) && e.buf[n].seq < e.writer.cursor {
+		n++
+	}
+	return n
+}
+
+// dropOldest drops the k oldest events because of limit, returning the
+// bytes freed; e.mu is held.
+func (e *events) dropOldest(k int, limit string) int64 {
+	if k <= 0 {
+		return 0
+	}
+	var freed int64
+	undelivered := 0
+	for _, ev := range e.buf[:k] {
+		freed += eventCost(ev.data)
+		if ev.seq >= e.delivered {
+			undelivered++
+		}
+	}
+	e.buf = slices.Delete(e.buf, 0, k)
+	e.bytes -= freed
+	if e.acct != nil {
+		e.acct.charge(-freed)
+	}
+	e.dropped = limit
+	if undelivered > 0 {
+		e.tel.ReplayEventsDropped(limit, undelivered)
+	}
+	return freed
+}
+
+// trim drops the oldest droppable events until at least n bytes are freed.
+func (e *events) trim(n int64, limit string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k, d := 0, e.droppable()
+	var freed int64
+	for k < d && freed < n {
+		freed += eventCost(e.buf[k].data)
+		k++
+	}
+	return e.dropOldest(k, limit)
+}
+
+// makeRoom drops the stream's oldest events, those it may, so that cost
+// more bytes stay within its own budget; e.mu is held.
+func (e *events) makeRoom(cost int64) {
+	if e.limit <= 0 || e.bytes+cost <= e.limit {
+		return
+	}
+	k, d := 0, e.droppable()
+	for over := e.bytes + cost - e.limit; k < d && over > 0; k++ {
+		over -= eventCost(e.buf[k].data)
+	}
+	e.dropOldest(k, limitStream)
+}
+
+// replayGap is a resume that asks for events the replay budget dropped.
+type replayGap struct {
+	first uint64 // the oldest event still kept (e.next when none is)
+	limit string
+}
+
+// resume makes a new connection the stream's writer from the event of
+// sequence number from, like attach, unless events from there on were
+// dropped: a resume must not skip messages silently.
+func (e *events) resume(from uint64) (*writer, *replayGap) {
+	e.mu.Lock()
+	first := e.next
+	if len(e.buf) > 0 {
+		first = e.buf[0].seq
+	}
+	if from < first && e.dropped != "" {
+		gap := &replayGap{first: first, limit: e.dropped}
+		e.mu.Unlock()
+		return nil, gap
+	}
+	e.mu.Unlock()
+	return e.attach(from), nil
+}
+
 // add appends an event. A writer whose queue has been full for the slow
 // client timeout is given up; before that a full queue refuses the
 // message. Without a writer, the oldest event makes room.
 func (e *events) add(data []byte, last bool) error {
+	cost := eventCost(data)
 	e.mu.Lock()
+	acct := e.acct
+	e.mu.Unlock()
+	if acct != nil {
+		// Room in the session's and the front's budgets first, so that
+		// neither ever holds more than its budget, not even for a moment.
+		e.h.reserveReplay(acct, cost)
+	}
+	e.mu.Lock()
+	if e.acct != acct { // no longer resumable meanwhile: nothing to count
+		if acct != nil {
+			acct.charge(-cost)
+		}
+		acct = nil
+	}
 	if e.ended {
 		e.mu.Unlock()
+		if acct != nil {
+			acct.charge(-cost)
+		}
 		return errStreamClosed
 	}
 	var slow *slowClient
@@ -216,15 +376,20 @@ func (e *events) add(data []byte, last bool) error {
 		}
 		if now.Sub(e.fullSince) < e.timeout {
 			e.mu.Unlock()
+			if acct != nil {
+				acct.charge(-cost)
+			}
 			return errStreamFull
 		}
 		slow = &slowClient{fmt.Sprintf("its queue of %d messages stayed full for %s", streamBuffer, e.timeout)}
 		e.drop(w, slow)
 	}
+	e.makeRoom(cost)
 	e.buf = append(e.buf, event{seq: e.next, data: data})
 	e.next++
+	e.bytes += cost // already charged to acct
 	if len(e.buf) > streamBuffer+1 {
-		e.buf = slices.Delete(e.buf, 0, 1)
+		e.dropOldest(1, limitEvents)
 	}
 	e.ended = last
 	if w := e.writer; w != nil {
@@ -338,6 +503,7 @@ func (e *events) wrote(w *writer, next uint64) bool {
 		return false
 	}
 	w.cursor = next
+	e.delivered = max(e.delivered, next)
 	if e.next-next < streamBuffer {
 		e.fullSince = time.Time{}
 	}

@@ -149,16 +149,11 @@ func (s *Session) untrack(c *call) {
 }
 
 // upstreamOf chooses the upstream of srv a call of this client goes to:
-// for a 2026-07-28 client, the server's process of that era when it has
-// one; for a session-era client of a per-client server, the client's own
-// session of it; else the server's primary upstream.
+// for a session-era client of a per-client server, the client's own
+// session of it; else the server's one upstream, whatever the client's era
+// (callAcrossEras bridges the eras).
 func (s *Session) upstreamOf(ctx context.Context, srv *server) (Upstream, error) {
-	switch {
-	case s.stateless:
-		if companion := s.gw.Router.statelessCompanion(ctx, srv); companion != nil {
-			return companion, nil
-		}
-	case srv.newPerClient != nil:
+	if !s.stateless && srv.newPerClient != nil {
 		return s.upstreamFor(ctx, srv)
 	}
 	return srv.up, nil
@@ -188,9 +183,6 @@ func toolError(text string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true})
 	return b
 }
-
-// stateless reports whether the server's primary process speaks 2026-07-28.
-func (srv *server) stateless() bool { return isStateless(srv.up) }
 
 // StatelessReporter is implemented by an upstream whose server may speak
 // 2026-07-28: Stateless reports whether it does. An upstream without it is

@@ -50,7 +50,6 @@
 //
 // The gateway speaks its own vocabulary: a server is anything with the
 // [Upstream] method set, its answers are [wire.Response] and the failures it
-// acts on are wire's kinds (wire.ErrStart, wire.ErrCredentials,
-// wire.ErrNotStateless); it does not import internal/upstream, which
+// acts on are wire's kinds (wire.ErrStart, wire.ErrCredentials); it does not import internal/upstream, which
 // implements that interface.
 package gateway

@@ -31,6 +31,9 @@ type Gateway struct {
 	Tasks TaskOptions
 	tasks taskTable
 
+	identityOnce sync.Once       // identityJSON: Info as serverInfo, encoded once
+	identityJSON json.RawMessage // (stateless.go, asGateway)
+
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call
 
@@ -40,6 +43,7 @@ type Gateway struct {
 	serverLevel int                              // log level asked of the servers; -1: none yet
 
 	multiRoundTripState multiRoundTripState
+	quotaState          // Limits and what the clients hold against them (quota.go)
 	closing             chan struct{}
 	closeOnce           sync.Once
 }
@@ -47,7 +51,7 @@ type Gateway struct {
 // New returns a gateway serving the router's merged view, and gives the
 // router the gateway's clients as the sink of its changes. Build each
 // server's upstream with the gateway's UpstreamHooks, add it to the router
-// with those hooks (AddDualEra, AddPerClient), then Start the router.
+// with those hooks (AddShared, AddPerClient), then Start the router.
 func New(r *Router, info Info) *Gateway {
 	g := &Gateway{Router: r, Info: info, subs: map[string]map[*Session]struct{}{},
 		serverLevel: -1, closing: make(chan struct{})}

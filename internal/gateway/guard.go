@@ -229,7 +229,16 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 			return res, nil
 		}
 	}
-	done, werr := guard.Admit(ctx, c)
+	actx, stop := ctx, func() {}
+	if !s.stateless && mayAsk(guard) {
+		actx, stop = s.whileCallerWaits(ctx, m.ID)
+	}
+	done, werr := guard.Admit(actx, c)
+	gone := actx.Err() != nil && ctx.Err() == nil
+	stop()
+	if gone && werr == nil { // answered as its caller went: it must not run
+		werr = wire.Errorf(wire.CodeInternalError, "%s %q: the caller went away while the call waited for approval, so it was not run", m.Method, gi.Name)
+	}
 	if werr != nil {
 		return s.denied(ctx, m, gi, werr)
 	}
@@ -238,6 +247,52 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 		done(reply)
 	}
 	return reply
+}
+
+// callerGoneKey is the context key of WithCallerGone.
+type callerGoneKey struct{}
+
+// WithCallerGone tells the session's Handle when the connection of the
+// request it handles closes: a session-era call is not cancelled by that
+// (the client may resume its stream), but a call still waiting for a
+// person's approval is withdrawn, so nobody approves a call whose caller
+// is gone.
+func WithCallerGone(ctx context.Context, gone <-chan struct{}) context.Context {
+	return context.WithValue(ctx, callerGoneKey{}, gone)
+}
+
+// whileCallerWaits is the context of a session-era call while the guard
+// decides it (and may wait for approval): it ends when the client cancels
+// the request (notifications/cancelled), its session ends, or the request's
+// connection closes (WithCallerGone). stop forgets it.
+func (s *Session) whileCallerWaits(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &call{sess: s, id: string(id), cancel: cancel}
+	s.mu.Lock()
+	if s.calls[c.id] == nil { // a client reusing an id in flight cancels the first
+		s.calls[c.id] = c
+	}
+	s.mu.Unlock()
+	gone, _ := ctx.Value(callerGoneKey{}).(<-chan struct{})
+	watch := make(chan struct{})
+	go func() {
+		select {
+		case <-s.done:
+		case <-gone: // nil: never
+		case <-watch:
+			return
+		}
+		cancel()
+	}()
+	return ctx, func() {
+		close(watch)
+		cancel()
+		s.mu.Lock()
+		if s.calls[c.id] == c {
+			delete(s.calls, c.id)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // guardedRef runs a request that refers to an item (a completion of a
@@ -318,10 +373,15 @@ func (s *Session) guardedCompletion(ctx context.Context, m *wire.Message, stream
 	return reply
 }
 
+// DeniedMeta is the _meta key of a refused tools/call's result: its value
+// is the refusal as the JSON-RPC error object any other method gets
+// (code, message, data).
+const DeniedMeta = "io.github.mcp-gateway/denied"
+
 // denied answers a call the guard refused, and counts it with the
 // Observer as a call that ended denied without reaching its server.
 func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, werr *wire.Error) Reply {
-	reply := errorReply(werr)
+	reply := deniedReply(m.Method, werr)
 	if o := s.gw.Observer; o != nil {
 		server := gi.Server
 		if server == "" {
@@ -335,6 +395,27 @@ func (s *Session) denied(ctx context.Context, m *wire.Message, gi GuardItem, wer
 		end(CallEnd{Reply: reply, Denied: true})
 	}
 	return reply
+}
+
+// deniedReply is the answer to a refused call: a JSON-RPC error, except
+// for tools/call, whose refusal is a tool result with isError, so the
+// model reads why (clients hand a tool's result to the model, while a
+// JSON-RPC error is the client's, and some read it as a broken connection
+// or a reason to retry); the error itself rides in its _meta (DeniedMeta),
+// for programs that tell a refusal from a tool's own failure.
+func deniedReply(method string, werr *wire.Error) Reply {
+	if method != "tools/call" {
+		return errorReply(werr)
+	}
+	res, err := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": werr.Message}},
+		"isError": true,
+		"_meta":   map[string]json.RawMessage{DeniedMeta: werr.Marshal()},
+	})
+	if err != nil {
+		return errorReply(werr)
+	}
+	return Reply{Result: res}
 }
 
 // mayAsk reports whether a guard may ask the client during Admit (it has
@@ -366,6 +447,7 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 		}
 		return resp.Result, nil
 	}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
 	go func() {
 		defer cancel()
 		var reply Reply
@@ -378,12 +460,12 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 				done(reply)
 			}
 		}
+		g.endWait(w)
 		select { // nobody may be waiting any more: never block
 		case events <- callEvent{reply: reply}:
 		default:
 		}
 	}()
-	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 

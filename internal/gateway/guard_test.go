@@ -40,7 +40,7 @@ func (d *denyGuard) Admit(_ context.Context, c *GuardCall) (func(Reply), *wire.E
 	defer d.mu.Unlock()
 	d.admitted = append(d.admitted, *c)
 	if d.denied[d.key(c.GuardItem)] {
-		return nil, wire.Errorf(-32003, "denied by test policy")
+		return nil, wire.Errorf(-32010, "denied by test policy")
 	}
 	return func(r Reply) {
 		d.mu.Lock()
@@ -87,8 +87,10 @@ func TestGuardFiltersListsAndRefusesCalls(t *testing.T) {
 		t.Error("an unchanged list was filtered again: the filtered list must be cached")
 	}
 	reply := s.Handle(context.Background(), msg("2", "tools/call", `{"name":"b_echo","arguments":{"x":1}}`), nil)
-	if reply.Error == nil || !strings.Contains(string(reply.Error), "denied by test policy") || len(b.requests()) != 0 {
-		t.Fatalf("a denied call: %s; b saw %v", reply.Error, b.requests())
+	// A refused tools/call is a tool error the model reads, the refusal in its _meta.
+	want := `{"_meta":{"io.github.mcp-gateway/denied":{"code":-32010,"message":"denied by test policy"}},"content":[{"text":"denied by test policy","type":"text"}],"isError":true}`
+	if reply.Error != nil || string(reply.Result) != want || len(b.requests()) != 0 {
+		t.Fatalf("a denied call: %s %s; b saw %v", reply.Result, reply.Error, b.requests())
 	}
 	reply = s.Handle(context.Background(), msg("3", "tools/call", `{"name":"echo","arguments":{"x":1}}`), nil)
 	if reply.Error != nil || len(guard.outcomes) != 1 {
@@ -152,7 +154,7 @@ func TestGuardDenialObserved(t *testing.T) {
 	if len(o.starts) != 1 || len(o.ends) != 1 {
 		t.Fatalf("%d starts, %d ends; want the denied call once", len(o.starts), len(o.ends))
 	}
-	if c, e := o.starts[0], o.ends[0]; c.Server != "b" || c.Name != "echo" || !e.Denied || e.Reply.Error == nil || len(b.requests()) != 0 {
+	if c, e := o.starts[0], o.ends[0]; c.Server != "b" || c.Name != "echo" || !e.Denied || string(wire.Get(e.Reply.Result, "isError")) != "true" || len(b.requests()) != 0 {
 		t.Errorf("observed %+v ending %+v; b saw %v", c, e, b.requests())
 	}
 }
@@ -245,11 +247,11 @@ type askGuard struct{ denyGuard }
 
 func (a *askGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wire.Error) {
 	if c.Elicit == nil {
-		return nil, wire.Errorf(-32003, "cannot ask")
+		return nil, wire.Errorf(-32010, "cannot ask")
 	}
 	res, err := c.Elicit(ctx, json.RawMessage(`{"message":"approve?","requestedSchema":{"type":"object"}}`))
 	if err != nil || string(wire.Get(wire.Get(res, "content"), "approve")) != "true" {
-		return nil, wire.Errorf(-32003, "not approved")
+		return nil, wire.Errorf(-32010, "not approved")
 	}
 	return nil, nil
 }
@@ -289,5 +291,21 @@ func TestGuardApprovalStateless(t *testing.T) {
 	}
 	if got := len(a.requests()); got != 2 {
 		t.Errorf("the server saw %d requests, want 2 (each approved call once)", got)
+	}
+}
+
+// A refusal is a JSON-RPC error for every method but tools/call, whose
+// refusal is an isError result carrying the same error in its _meta.
+func TestDeniedReply(t *testing.T) {
+	werr := &wire.Error{Code: -32010, Message: "no", Data: json.RawMessage(`{"policies":["p"]}`)}
+	for _, method := range []string{"prompts/get", "resources/read", "completion/complete", "resources/subscribe"} {
+		if r := deniedReply(method, werr); r.Result != nil || string(r.Error) != `{"code":-32010,"message":"no","data":{"policies":["p"]}}` {
+			t.Errorf("%s: %s %s", method, r.Result, r.Error)
+		}
+	}
+	r := deniedReply("tools/call", werr)
+	want := `{"_meta":{"io.github.mcp-gateway/denied":{"code":-32010,"message":"no","data":{"policies":["p"]}}},"content":[{"text":"no","type":"text"}],"isError":true}`
+	if r.Error != nil || string(r.Result) != want {
+		t.Errorf("tools/call: %s %s", r.Result, r.Error)
 	}
 }

@@ -8,16 +8,17 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
-// A 2026-07-28 server's results name it in _meta; through the gateway they
-// name the gateway, as its server/discover does, the rest of _meta kept.
+// Through the gateway, every 2026-07-28 result names the gateway in _meta,
+// as its server/discover does, whichever server answered; the rest of _meta
+// is kept.
 func TestStatelessResultsCarryTheGatewaysIdentity(t *testing.T) {
 	tests := []struct{ name, result, want string }{
 		{"the server's identity replaced",
 			`{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"}}}`,
 			`{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/serverInfo":{"name":"gw","version":"t"}},"resultType":"complete"}`},
-		{"a result without it unchanged",
+		{"a result without it (a session-era server's) given it",
 			`{"content":[{"type":"text","text":"io.modelcontextprotocol/serverInfo"}]}`,
-			`{"content":[{"type":"text","text":"io.modelcontextprotocol/serverInfo"}],"resultType":"complete"}`},
+			`{"content":[{"type":"text","text":"io.modelcontextprotocol/serverInfo"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"gw","version":"t"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

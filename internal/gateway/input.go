@@ -59,6 +59,8 @@ type inputWait struct {
 	expires *time.Timer
 	stream  *switchStream      // the call's messages go to the latest retry
 	cancel  context.CancelFunc // ends the call at its server
+	client  string             // clientKey of its client, which it counts against
+	seq     uint64             // order of its first wait: the oldest goes first
 }
 
 // inputRequest is one request of a server waiting for the client's answer.
@@ -82,7 +84,8 @@ type multiRoundTripState struct {
 	once  sync.Once
 	key   []byte
 	mu    sync.Mutex
-	waits map[string]*inputWait
+	waits map[string]*inputWait // and the ids and timers of the waits in it
+	seq   uint64
 }
 
 func (g *Gateway) multiRoundTrip() *multiRoundTripState {
@@ -128,14 +131,16 @@ func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream 
 	s.inputs = events
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	sw := &switchStream{cur: stream}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
 	go func() {
 		defer cancel()
+		reply := s.forwardObserved(callCtx, m, sw, srv, params)
+		g.endWait(w)
 		select { // nobody may be waiting any more: never block
-		case events <- callEvent{reply: s.forwardObserved(callCtx, m, sw, srv, params)}:
+		case events <- callEvent{reply: reply}:
 		default:
 		}
 	}()
-	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel}
 	return g.await(ctx, w, cancel)
 }
 
@@ -179,23 +184,38 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 			return ev.reply
 		}
 		w.pending = ev.input
-		if w.id == "" {
-			w.id = g.newID("gw-input-")
-		}
 		st := g.multiRoundTrip()
 		st.mu.Lock()
+		var dropped *inputWait
+		if w.id == "" { // a new wait; a call waiting again keeps its place
+			var werr *wire.Error
+			if dropped, werr = g.admitWait(st, w); werr != nil {
+				st.mu.Unlock()
+				cancel()
+				return errorReply(werr)
+			}
+			w.id = g.newID("gw-input-")
+			st.seq++
+			w.seq = st.seq
+		}
 		st.waits[w.id] = w
-		st.mu.Unlock()
 		w.expires = time.AfterFunc(inputWaitTTL, func() {
 			st.mu.Lock()
-			delete(st.waits, w.id)
+			if st.waits[w.id] == w {
+				delete(st.waits, w.id)
+			}
 			st.mu.Unlock()
 			cancel()
 		})
+		id := w.id
+		st.mu.Unlock()
+		if dropped != nil {
+			dropped.cancel()
+		}
 		res := map[string]any{
 			"resultType":    "input_required",
 			"inputRequests": map[string]any{ev.input.key: map[string]any{"method": ev.input.method, "params": ev.input.params}},
-			"requestState":  st.sign(w.id),
+			"requestState":  st.sign(id),
 		}
 		return Reply{Result: mustJSON(res)}
 	case <-ctx.Done():
@@ -214,11 +234,13 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 	st.mu.Lock()
 	w := st.waits[id]
 	delete(st.waits, id)
+	if w != nil {
+		w.expires.Stop()
+	}
 	st.mu.Unlock()
 	if w == nil {
-		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState already used or expired: send the request again without it"))
+		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState already used or expired (a call waits %s for its input, and less when the gateway holds --max-input-waits of them): send the request again without it", inputWaitTTL))
 	}
-	w.expires.Stop()
 	name := waitName(m.Params)
 	if m.Method != w.method || name != w.name {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState belongs to %s %q, not %s %q", w.method, w.name, m.Method, name))
@@ -230,6 +252,48 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 	w.stream.set(stream)
 	w.pending.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answer}
 	return g.await(ctx, w, w.cancel)
+}
+
+// admitWait decides whether a new wait w may be kept, st.mu held: a
+// client at its own limit is refused; at the gateway's, the oldest wait of
+// the client holding the most is dropped (returned, to be cancelled once
+// st.mu is released), never that of a client below it.
+func (g *Gateway) admitWait(st *multiRoundTripState, w *inputWait) (dropped *inputWait, werr *wire.Error) {
+	perClient, total := g.Limits.inputWaitsPerClient(), g.Limits.inputWaits()
+	held := map[string]int{}
+	for _, o := range st.waits {
+		held[o.client]++
+	}
+	if n := held[w.client]; n >= perClient {
+		g.quota.refuse(LimitInputWaitsPerClient)
+		g.Router.log.Warn("refused a call waiting for input: its client has too many unanswered input requests", "client", w.client, "waiting", n, "limit", perClient)
+		return nil, wire.Errorf(wire.CodeInvalidRequest, "client %q already has %d unanswered input requests (calls waiting for its answer, --max-input-waits-per-client %d): answer them (retry each with its inputResponses and requestState) or abandon them before making more calls that ask for input", w.client, n, perClient)
+	}
+	if len(st.waits) < total {
+		return nil, nil
+	}
+	for _, o := range st.waits {
+		if dropped == nil || held[o.client] > held[dropped.client] || held[o.client] == held[dropped.client] && o.seq < dropped.seq {
+			dropped = o
+		}
+	}
+	delete(st.waits, dropped.id)
+	dropped.expires.Stop()
+	g.quota.drop("input_wait")
+	g.Router.log.Warn("dropped the oldest call waiting for input of the client holding the most, to make room (--max-input-waits)", "client", dropped.client, "waiting", held[dropped.client], "limit", total)
+	return dropped, nil
+}
+
+// endWait forgets the wait of a call that ended by itself (its server
+// answered or failed, its approval timed out): it holds nothing any more.
+func (g *Gateway) endWait(w *inputWait) {
+	st := g.multiRoundTrip()
+	st.mu.Lock()
+	if w.id != "" && st.waits[w.id] == w {
+		delete(st.waits, w.id)
+		w.expires.Stop()
+	}
+	st.mu.Unlock()
 }
 
 // askStateless turns a server's request to a stateless client into an input

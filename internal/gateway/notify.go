@@ -13,7 +13,7 @@ import (
 // fields to the upstream's options.
 //
 // Hooks made by UpstreamHooks hold the server they belong to, not its
-// name: they are made before their upstream, and the Router's AddDualEra
+// name: they are made before their upstream, and the Router's AddShared
 // or AddPerClient that registers the upstream binds them to its server.
 // Until then, and once that server is removed, what they receive is
 // dropped (a request is refused), even when a server of the same name is
@@ -54,7 +54,7 @@ func (h *serverHandle) server() *server {
 }
 
 // UpstreamHooks returns the hooks for the upstream of the named server,
-// bound to that server when the upstream is added (AddDualEra,
+// bound to that server when the upstream is added (AddShared,
 // AddPerClient).
 func (g *Gateway) UpstreamHooks(name string) Hooks {
 	owner := &serverHandle{name: name}
@@ -73,39 +73,6 @@ func (g *Gateway) UpstreamHooks(name string) Hooks {
 			return g.serverRequest(ctx, srv, method, params)
 		},
 	}
-}
-
-// CompanionHooks returns the hooks for the 2026-07-28 process of the
-// server primary belongs to (the hooks of its primary upstream, from
-// UpstreamHooks): like those, except that its list changes re-list that
-// process.
-func (g *Gateway) CompanionHooks(primary Hooks) Hooks {
-	h := primary
-	inner := primary.OnNotification
-	owner := primary.owner
-	h.OnNotification = func(method string, params json.RawMessage) {
-		if owner == nil {
-			return
-		}
-		srv := owner.server()
-		if srv == nil {
-			return
-		}
-		var ks []*listKind
-		switch method {
-		case "notifications/tools/list_changed":
-			ks = []*listKind{kindTools}
-		case "notifications/prompts/list_changed":
-			ks = []*listKind{kindPrompts}
-		case "notifications/resources/list_changed":
-			ks = []*listKind{kindResources, kindTemplates}
-		default:
-			inner(method, params)
-			return
-		}
-		go g.relistCompanion(srv, ks)
-	}
-	return h
 }
 
 // serverNotification routes a notification from a server. It runs on the
@@ -201,17 +168,4 @@ func (g *Gateway) relistIfRestarted(s *server) {
 	if s.up.Generation() != s.listedGen.Load() {
 		g.relist(s, kinds...)
 	}
-}
-
-// relistCompanion re-lists a server's 2026-07-28 process after it
-// announced a change.
-func (g *Gateway) relistCompanion(srv *server, ks []*listKind) {
-	ctx, cancel := context.WithTimeout(context.Background(), relistTimeout)
-	defer cancel()
-	g.observeRelist(srv, ks)
-	if err := g.Router.listCompanion(ctx, srv, ks...); err != nil {
-		g.Router.log.Warn("re-listing the 2026-07-28 process failed", "server", srv.name, "err", err)
-		return
-	}
-	g.Router.rebuild(ks...)
 }

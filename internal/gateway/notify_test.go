@@ -26,7 +26,7 @@ func TestHooksHoldTheirServer(t *testing.T) {
 	if _, werr := before.OnRequest(context.Background(), "ping", nil); werr == nil {
 		t.Error("hooks not yet bound to a server answered a request")
 	}
-	r.AddDualEra(&fakeUpstream{name: "a", tools: []string{tool("x")}}, before, func() Upstream { return nil })
+	r.AddShared(&fakeUpstream{name: "a", tools: []string{tool("x")}}, before)
 	if res, werr := before.OnRequest(context.Background(), "ping", nil); werr != nil || string(res) != `{}` {
 		t.Fatalf("bound hooks: ping = %s, %v; want {}", res, werr)
 	}

@@ -169,7 +169,7 @@ func (g *forbidGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wi
 	byTemplate := c.Template != "" && g.denied["resource:"+c.Server+"/"+c.Template]
 	g.mu.Unlock()
 	if byTemplate {
-		return nil, wire.Errorf(-32003, "denied by test policy (as %s)", c.Template)
+		return nil, wire.Errorf(-32010, "denied by test policy (as %s)", c.Template)
 	}
 	return g.denyGuard.Admit(ctx, c)
 }

@@ -97,12 +97,11 @@ type server struct {
 	builtin map[string]Builtin // the gateway's own tools, by name; nil for a real server
 	gone    chan struct{}      // closed when the server is removed: its retries stop
 
-	mu             sync.Mutex // serializes listings of this server
-	items          [4][]json.RawMessage
-	statelessItems [4][]json.RawMessage // its 2026-07-28 process's, when they differ
-	listedGen      atomic.Uint64        // the generation listed last; read on every call without s.mu
-	relisting      atomic.Bool          // a re-listing goroutine runs
-	dirty          atomic.Uint32        // kinds (bit listKind.index) changed since their last re-listing began
+	mu        sync.Mutex // serializes listings of this server
+	items     [4][]json.RawMessage
+	listedGen atomic.Uint64 // the generation listed last; read on every call without s.mu
+	relisting atomic.Bool   // a re-listing goroutine runs
+	dirty     atomic.Uint32 // kinds (bit listKind.index) changed since their last re-listing began
 
 	stateMu   sync.Mutex
 	state     string // "starting", "ready", "failed"
@@ -114,14 +113,6 @@ type server struct {
 	active     map[*call]struct{} // client calls in flight on this server
 	rootsOwner *Session           // the client that last said its roots changed
 	rootsAt    time.Time
-
-	// A server's era is fixed per process, so a 2026-07-28 client's calls go
-	// to a companion process of that era when the server has one (started
-	// on the first such call); else to the primary, the gateway bridging.
-	newStateless func() Upstream
-	statelessMu  sync.Mutex
-	statelessUp  Upstream
-	noStateless  bool // the server does not speak 2026-07-28
 
 	// A remote server gets an upstream session per session-era client,
 	// offered exactly that client's capabilities (see AddPerClient).
@@ -169,7 +160,7 @@ func NewRouter(opts RouterOptions) *Router {
 // Add registers an upstream under its name. Servers added before Start or
 // StartAll are started by it; one added later is started by StartServer.
 // Until it has started and listed, it offers nothing. Add binds no Hooks:
-// an upstream built with UpstreamHooks is added with AddDualEra or
+// an upstream built with UpstreamHooks is added with AddShared or
 // AddPerClient, or what its server sends unprompted is dropped.
 func (r *Router) Add(up Upstream) { r.add(newServer(up)) }
 
@@ -242,31 +233,21 @@ func (r *Router) Remove(name string) error {
 	return errors.Join(errs...)
 }
 
-// close closes a server's upstream and its 2026-07-28 companion.
+// close closes a server's upstream.
 func (s *server) close() []error {
-	var errs []error
 	if err := s.up.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
+		return []error{fmt.Errorf("mcp server %q: %w", s.name, err)}
 	}
-	s.statelessMu.Lock()
-	if s.statelessUp != nil {
-		if err := s.statelessUp.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("mcp server %q (2026-07-28 process): %w", s.name, err))
-		}
-		s.statelessUp = nil
-	}
-	s.statelessMu.Unlock()
-	return errs
+	return nil
 }
 
-// AddDualEra registers an upstream like Add, with a way to make a companion
-// upstream for 2026-07-28 clients: newStateless must return one that fails to
-// start (wire.ErrNotStateless) unless its server speaks that era. hooks are
-// the ones up (and the companion, through CompanionHooks) was built with:
-// from now on they route to this server.
-func (r *Router) AddDualEra(up Upstream, hooks Hooks, newStateless func() Upstream) {
+// AddShared registers an upstream like Add, as the one upstream of its
+// server for every client of either era (a stdio server's one process: one
+// state, one tool list). A client of another era than the server's is
+// bridged. hooks are the ones up was built with: from now on they route to
+// this server.
+func (r *Router) AddShared(up Upstream, hooks Hooks) {
 	s := newServer(up)
-	s.newStateless = newStateless
 	hooks.bind(s)
 	r.add(s)
 }
@@ -282,33 +263,6 @@ func (r *Router) AddPerClient(up Upstream, hooks Hooks, newPerClient func(capabi
 	s.newPerClient = newPerClient
 	hooks.bind(s)
 	r.add(s)
-}
-
-// statelessCompanion returns the server's process of the 2026-07-28 era, or
-// nil when it has none; the first call starts it.
-func (r *Router) statelessCompanion(ctx context.Context, s *server) Upstream {
-	if s.newStateless == nil || s.stateless() {
-		return nil
-	}
-	s.statelessMu.Lock()
-	defer s.statelessMu.Unlock()
-	if s.statelessUp != nil || s.noStateless {
-		return s.statelessUp
-	}
-	up := s.newStateless()
-	if err := up.Start(ctx); err != nil {
-		_ = up.Close()
-		if errors.Is(err, wire.ErrNotStateless) {
-			s.noStateless = true
-			r.log.Debug("mcp server speaks only the session era; 2026-07-28 clients are bridged", "server", s.name)
-		} else {
-			r.log.Warn("starting the 2026-07-28 companion failed; bridging this call", "server", s.name, "err", err)
-		}
-		return nil
-	}
-	r.log.Info("mcp server speaks 2026-07-28: its stateless clients get a process of that era", "server", s.name)
-	s.statelessUp = up
-	return up
 }
 
 // SetCallTimeout gives one server its own bound on a call.
@@ -487,7 +441,7 @@ func (r *Router) lost(s *server, err error) {
 	s.withdrawn = names
 	s.stateMu.Unlock()
 	s.mu.Lock()
-	s.items, s.statelessItems = [4][]json.RawMessage{}, [4][]json.RawMessage{}
+	s.items = [4][]json.RawMessage{}
 	s.mu.Unlock()
 	r.log.Warn("mcp server lost; its tools are withdrawn until it is back", "server", s.name, "err", err)
 	r.rebuild(kinds...)
@@ -563,21 +517,6 @@ func (r *Router) list(ctx context.Context, s *server, ks ...*listKind) error {
 	return nil
 }
 
-// listCompanion lists the server's 2026-07-28 process, whose lists may
-// differ from its primary's (a server's state is its process's): the merged
-// view shows what either offers.
-func (r *Router) listCompanion(ctx context.Context, s *server, ks ...*listKind) error {
-	s.statelessMu.Lock()
-	up := s.statelessUp
-	s.statelessMu.Unlock()
-	if up == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return r.listInto(ctx, s, up, &s.statelessItems, ks)
-}
-
 func (r *Router) listInto(ctx context.Context, s *server, up Upstream, dst *[4][]json.RawMessage, ks []*listKind) error {
 	init := up.InitializeResult()
 	for _, k := range ks {
@@ -646,7 +585,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 		lists := make([]serverItems, len(servers))
 		for i, s := range servers {
 			s.mu.Lock()
-			lists[i] = serverItems{server: s, items: union(s.items[k.index], s.statelessItems[k.index], k.key)}
+			lists[i] = serverItems{server: s, items: s.items[k.index]}
 			s.mu.Unlock()
 		}
 		var claims nameClaims
@@ -781,26 +720,4 @@ func (r *Router) unavailable(name string) string {
 		}
 	}
 	return ""
-}
-
-// union is a's items followed by those of b that a lacks, by key.
-func union(a, b []json.RawMessage, key string) []json.RawMessage {
-	if len(b) == 0 {
-		return a
-	}
-	have := make(map[string]bool, len(a))
-	for _, it := range a {
-		k, _ := wire.GetString(it, key)
-		have[k] = true
-	}
-	out := a
-	for _, it := range b {
-		if k, _ := wire.GetString(it, key); !have[k] {
-			if len(out) == len(a) {
-				out = append([]json.RawMessage(nil), a...)
-			}
-			out = append(out, it)
-		}
-	}
-	return out
 }

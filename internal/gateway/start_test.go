@@ -71,85 +71,53 @@ func TestStartAllRetriesAFailedServer(t *testing.T) {
 	}
 }
 
-// TestDualEraCompanion: a 2026-07-28 client's call goes to the server's
-// companion process of that era, started on the first such call; a
-// session-era client's to the primary; what either lists is merged.
-func TestDualEraCompanion(t *testing.T) {
-	primary := &scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("both")}}}
-	companion := &statelessScripted{scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("both"), tool("stateless_only")}}}}
-	var made atomic.Int32
+// TestSharedServerServesBothEras: a shared server has one upstream for the
+// clients of both eras. A 2026-07-28 client's call to a session-era server
+// reaches that upstream with the era's _meta removed (its progress token
+// kept), a session-era client's as it was sent; a tool the upstream adds is
+// listed to both and callable by both on that same upstream.
+func TestSharedServerServesBothEras(t *testing.T) {
+	up := &scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("x")}}}
 	r := NewRouter(RouterOptions{})
 	g := New(r, Info{})
-	r.AddDualEra(primary, Hooks{}, func() Upstream { made.Add(1); return companion })
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close(); _ = r.Close() })
-	if made.Load() != 0 {
-		t.Fatal("the companion started before any 2026-07-28 call")
-	}
-
-	s := newSession(t, g)
-	if r := s.Handle(context.Background(), msg(`1`, "tools/call", `{"name":"both"}`), nil); r.Error != nil {
-		t.Fatal(string(r.Error))
-	}
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	if r := g.HandleStateless(context.Background(), msg(`2`, "tools/call", `{"name":"both",`+meta+`}`), nil); r.Error != nil {
-		t.Fatal(string(r.Error))
-	}
-	if got := primary.requests(); len(got) != 1 || !strings.HasPrefix(got[0], `tools/call {"name":"both"}`) {
-		t.Errorf("the primary got %v, want the session-era call alone", got)
-	}
-	if got := companion.requests(); len(got) != 1 || !strings.Contains(got[0], `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
-		t.Errorf("the companion got %v, want the 2026-07-28 call with its _meta", got)
-	}
-	if made.Load() != 1 {
-		t.Errorf("the companion was made %d times, want once", made.Load())
-	}
-
-	// The companion says its tools changed: its listing joins the view.
-	g.CompanionHooks(hooksOf(g, "d")).OnNotification("notifications/tools/list_changed", nil)
-	select {
-	case <-s.Outbox():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no list_changed after the companion's tools changed")
-	}
-	if got := viewNames(r, kindTools); !slices.Equal(got, []string{"both", "stateless_only"}) {
-		t.Errorf("merged tools %v, want the primary's and the companion's, once each", got)
-	}
-}
-
-// sessionOnly fails to start, as a server of the session era only does.
-type sessionOnly struct{ fakeUpstream }
-
-func (*sessionOnly) Start(context.Context) error { return wire.ErrNotStateless }
-
-// TestSessionEraOnlyServerIsBridged: when the companion turns out not to
-// speak 2026-07-28, stateless calls go to the primary with the era's _meta
-// removed, and no companion is tried again.
-func TestSessionEraOnlyServerIsBridged(t *testing.T) {
-	primary := &scripted{fakeUpstream: fakeUpstream{name: "d", tools: []string{tool("x")}}}
-	var made atomic.Int32
-	r := NewRouter(RouterOptions{})
-	g := New(r, Info{})
-	r.AddDualEra(primary, Hooks{}, func() Upstream { made.Add(1); return &sessionOnly{fakeUpstream{name: "d"}} })
+	r.AddShared(up, hooksOf(g, "d"))
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(); _ = r.Close() })
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}`
-	for i := range 2 {
-		if r := g.HandleStateless(context.Background(), msg(`1`, "tools/call", `{"name":"x",`+meta+`}`), nil); r.Error != nil {
-			t.Fatalf("call %d: %s", i, r.Error)
-		}
+	s := newSession(t, g)
+	if r := s.Handle(context.Background(), msg(`1`, "tools/call", `{"name":"x"}`), nil); r.Error != nil {
+		t.Fatal(string(r.Error))
 	}
-	if made.Load() != 1 {
-		t.Errorf("a companion was tried %d times, want once", made.Load())
+	if r := g.HandleStateless(context.Background(), msg(`2`, "tools/call", `{"name":"x",`+meta+`}`), nil); r.Error != nil {
+		t.Fatal(string(r.Error))
 	}
-	for _, got := range primary.requests() {
-		p := json.RawMessage(strings.TrimPrefix(got, "tools/call "))
-		if m := wire.Get(p, "_meta"); wire.Get(m, MetaProtocolVersion) != nil || wire.Get(m, "progressToken") == nil {
-			t.Errorf("the session-era primary got %s: want _meta without the era's members, with the progress token", got)
-		}
+	got := up.requests()
+	if len(got) != 2 || got[0] != `tools/call {"name":"x"}` {
+		t.Fatalf("the upstream got %q, want the session-era call and then the 2026-07-28 one", got)
+	}
+	p := json.RawMessage(strings.TrimPrefix(got[1], "tools/call "))
+	if m := wire.Get(p, "_meta"); wire.Get(m, MetaProtocolVersion) != nil || wire.Get(m, MetaClientInfo) != nil || wire.Get(m, "progressToken") == nil {
+		t.Errorf("the session-era upstream got %s: want _meta without the era's members, with the progress token", got[1])
+	}
+
+	// The server adds a tool and says so: both eras list it, and a
+	// 2026-07-28 client's call of it goes to the same upstream.
+	up.tools = append(up.tools, tool("added")) // no listing runs now; the one the notification starts follows
+	hooksOf(g, "d").OnNotification("notifications/tools/list_changed", nil)
+	select {
+	case <-s.Outbox():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after the server's tools changed")
+	}
+	if got := viewNames(r, kindTools); !slices.Equal(got, []string{"x", "added"}) {
+		t.Errorf("merged tools %v, want x and added", got)
+	}
+	if r := g.HandleStateless(context.Background(), msg(`3`, "tools/call", `{"name":"added",`+meta+`}`), nil); r.Error != nil {
+		t.Fatalf("the 2026-07-28 call of the added tool: %s", r.Error)
+	}
+	if got := up.requests(); len(got) != 3 || !strings.HasPrefix(got[2], `tools/call {"name":"added"`) {
+		t.Errorf("the upstream got %q, want the added tool's call last", got)
 	}
 }

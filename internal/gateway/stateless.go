@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -114,22 +113,20 @@ func (g *Gateway) discover() Reply {
 	return Reply{Result: b}
 }
 
-// metaServerInfoKey is MetaServerInfo as it appears in a raw result.
-var metaServerInfoKey = []byte(`"` + MetaServerInfo + `"`)
-
-// asGateway gives a result that names its server in _meta (a 2026-07-28
-// server's io.modelcontextprotocol/serverInfo) the gateway's identity, as
-// server/discover does: the client talks to the gateway. The common case,
-// a result without that key, costs one byte search and no copy.
+// asGateway names the gateway in a result's _meta
+// (io.modelcontextprotocol/serverInfo), as server/discover does: a
+// 2026-07-28 client talks to the gateway, whichever server (of either era)
+// answered. A server's own identity there is replaced, the rest of _meta
+// kept.
 func (g *Gateway) asGateway(r Reply) Reply {
-	if r.Result == nil || !bytes.Contains(r.Result, metaServerInfoKey) {
+	if r.Result == nil || len(r.Result) == 0 || r.Result[0] != '{' {
 		return r
 	}
+	ours := g.identity()
 	meta := wire.Get(r.Result, "_meta")
-	if wire.Get(meta, MetaServerInfo) == nil {
-		return r
+	if len(meta) == 0 || meta[0] != '{' {
+		meta = json.RawMessage(`{}`)
 	}
-	ours := mustJSON(serverInfo{Name: g.Info.Name, Version: g.Info.Version})
 	if meta, err := wire.Set(meta, MetaServerInfo, ours); err == nil {
 		if res, err := wire.Set(r.Result, "_meta", meta); err == nil {
 			r.Result = res
@@ -138,13 +135,27 @@ func (g *Gateway) asGateway(r Reply) Reply {
 	return r
 }
 
-// complete marks a result of a session-era server as complete, the way the
-// 2026-07-28 era expects every final result to be marked.
+// identity is the gateway's serverInfo, encoded once.
+func (g *Gateway) identity() json.RawMessage {
+	g.identityOnce.Do(func() { g.identityJSON = mustJSON(serverInfo{Name: g.Info.Name, Version: g.Info.Version}) })
+	return g.identityJSON
+}
+
+// complete marks a result of a session-era server the way the 2026-07-28 era
+// expects every result to be marked: complete, or input_required when it
+// carries inputRequests. A dual-era server spoken to in the session era may
+// return those: the Go SDK asks a session client a server's first round of
+// input requests itself, and returns a later round as it is; the client's
+// retry, with the server's own requestState, goes back to the server.
 func complete(r Reply) Reply {
 	if r.Result == nil || wire.Get(r.Result, "resultType") != nil {
 		return r
 	}
-	if res, err := wire.Set(r.Result, "resultType", json.RawMessage(`"complete"`)); err == nil {
+	t := json.RawMessage(`"complete"`)
+	if v := wire.Get(r.Result, "inputRequests"); v != nil && string(v) != "null" {
+		t = json.RawMessage(`"input_required"`)
+	}
+	if res, err := wire.Set(r.Result, "resultType", t); err == nil {
 		r.Result = res
 	}
 	return r

@@ -62,6 +62,12 @@ type ServerRequest struct {
 	ClientID          string   `json:"clientId,omitempty"`
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	Scopes            []string `json:"scopes,omitempty"`
+	// OAuthIssuer and OAuthTokenEndpoint pin the authorization server
+	// (--oauth-issuer, --oauth-token-endpoint): an authorization naming
+	// another is refused. Unset, the issuer of the first grant is kept
+	// with it.
+	OAuthIssuer        string `json:"oauthIssuer,omitempty"`
+	OAuthTokenEndpoint string `json:"oauthTokenEndpoint,omitempty"`
 	// PerSandbox keeps the OAuth grant per sandbox instead of per server.
 	PerSandbox bool `json:"perSandbox,omitempty"`
 }
@@ -82,6 +88,18 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	srv, warnings, err := h.buildServer(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range [][2]string{{"--oauth-issuer", req.OAuthIssuer}, {"--oauth-token-endpoint", req.OAuthTokenEndpoint}} {
+		flag, v := p[0], p[1]
+		if v == "" {
+			continue
+		}
+		if srv.URL == "" {
+			return nil, fmt.Errorf("mcp server %q: %s is for a remote server that wants OAuth (--url)", srv.Name, flag)
+		}
+		if err := mcpconfig.CheckOAuthURL(v); err != nil {
+			return nil, fmt.Errorf("mcp server %q: %s %v", srv.Name, flag, err)
+		}
 	}
 	h.detectOAuth(ctx, srv, req)
 	if req.PerSandbox {
@@ -574,6 +592,11 @@ type SandboxCreated struct {
 func (h *Host) CreateSandbox(ctx context.Context, req SandboxRequest) (*SandboxCreated, error) {
 	if err := registry.ValidName("sandbox", req.Name); err != nil {
 		return nil, err
+	}
+	if req.Name == gateway.BuiltinServer {
+		// It names the gateway's own tools in logs, metrics and the audit
+		// log: a sandbox of that name would read as the gateway.
+		return nil, fmt.Errorf("sandbox name %q is reserved for the gateway itself; choose another name", req.Name)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -56,10 +58,49 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if uid, ok := peerUID(c); ok && (uid == l.uid || uid == 0) {
-			return c, nil
+			return &peerConn{Conn: c, uid: uid}, nil
 		}
 		c.Close()
 	}
+}
+
+// peerConn is a control connection with its peer's user id, read from the
+// socket's credentials (SO_PEERCRED) when it was accepted.
+type peerConn struct {
+	net.Conn
+	uid int
+}
+
+type peerKey struct{}
+
+// ControlConnContext is the control server's http.Server.ConnContext: it
+// gives each request the user id of the connection's peer, so what is
+// done on the socket is recorded as done by the person who ran the
+// command (an approval's approvedBy, an admin record's principal), not by
+// the daemon's user.
+func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
+	if pc, ok := c.(*peerConn); ok {
+		return context.WithValue(ctx, peerKey{}, pc.uid)
+	}
+	return ctx
+}
+
+// controlUser is "host:" and the name of the user on the other end of the
+// control socket (its uid when the name is unknown); the daemon's own
+// user when the request did not come through ListenControl.
+func controlUser(ctx context.Context) string {
+	uid, ok := ctx.Value(peerKey{}).(int)
+	if !ok {
+		uid = os.Getuid()
+	}
+	return "host:" + userName(uid)
+}
+
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
 }
 
 func peerUID(c net.Conn) (int, bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +27,7 @@ func serveControl(t *testing.T, h *Host) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h.ControlHandler()}
+	srv := &http.Server{Handler: h.ControlHandler(), ConnContext: ControlConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return NewClient(h.opts.Dir)
@@ -212,19 +213,33 @@ func TestHandler(t *testing.T) {
 	if resp := post("wrong"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("initialize with a wrong token: %s", resp.Status)
 	}
-	resp, err := http.Get(srv.URL + "/health")
-	if err != nil {
-		t.Fatal(err)
+	health := func(token string) string {
+		req, _ := http.NewRequest("GET", srv.URL+"/health", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
 	}
-	defer resp.Body.Close()
+	// Without a sandbox's token, /health says only that the host is up.
+	for _, token := range []string{"", "wrong"} {
+		if got := strings.TrimSpace(health(token)); got != `{"status":"ok"}` {
+			t.Errorf("/health with token %q: %s; want only {\"status\":\"ok\"}", token, got)
+		}
+	}
 	var doc struct {
 		Status    string
 		Sandboxes map[string]SandboxHealth
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+	if err := json.Unmarshal([]byte(health(sb.Token)), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Status != "ok" || doc.Sandboxes["s"].Upstreams["mem"] != (ServerHealth{State: "ready", Tools: 3}) || doc.Sandboxes["s"].Tools != 4 {
-		t.Errorf("/health: %+v", doc)
+		t.Errorf("/health with the sandbox's token: %+v", doc)
 	}
 }

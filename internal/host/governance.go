@@ -36,6 +36,9 @@ type GovernanceOptions struct {
 	AuditMaxBytes int64
 	// ApprovalTimeout bounds the wait for a person's approval; 0: 5 min.
 	ApprovalTimeout time.Duration
+	// MaxPendingApprovals bounds the calls of one sandbox waiting in the
+	// approval queue; 0: policy.MaxPendingPerPrincipal.
+	MaxPendingApprovals int
 }
 
 // PoliciesFile is the policy store's name in the state directory.
@@ -103,7 +106,7 @@ type governance struct {
 
 // openGovernance reads the policy store and opens the audit log.
 func openGovernance(dir string, opts GovernanceOptions, log *slog.Logger) (*governance, error) {
-	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, decisions: map[string]sandboxDecisions{}, queue: &policy.Queue{}, log: log}
+	g := &governance{opts: opts, path: filepath.Join(dir, PoliciesFile), engines: map[string]*policy.Engine{}, decisions: map[string]sandboxDecisions{}, queue: &policy.Queue{MaxPerPrincipal: opts.MaxPendingApprovals}, log: log}
 	g.servers.Store(&map[string]policy.Server{})
 	b, err := os.ReadFile(g.path)
 	switch {
@@ -439,9 +442,10 @@ func (h *Host) checkRegister(sandboxName, server string) error {
 // Approvals lists the calls waiting for approval.
 func (h *Host) Approvals() []policy.ApprovalRequest { return h.gov.queue.List() }
 
-// Answer approves or denies a waiting call.
-func (h *Host) Answer(id string, allow bool) error {
-	return h.gov.queue.Answer(id, allow, "host:"+currentUser())
+// Answer approves or denies a waiting call; by is who answered (the
+// control socket's peer, see controlUser), recorded as approvedBy.
+func (h *Host) Answer(id string, allow bool, by string) error {
+	return h.gov.queue.Answer(id, allow, by)
 }
 
 func currentUser() string {
@@ -480,9 +484,9 @@ func (h *Host) governanceRoutes(mux *http.ServeMux) {
 		answer(w, func() (any, error) {
 			switch r.PathValue("answer") {
 			case "allow":
-				return struct{}{}, h.Answer(r.PathValue("id"), true)
+				return struct{}{}, h.Answer(r.PathValue("id"), true, controlUser(r.Context()))
 			case "deny":
-				return struct{}{}, h.Answer(r.PathValue("id"), false)
+				return struct{}{}, h.Answer(r.PathValue("id"), false, controlUser(r.Context()))
 			}
 			return nil, fmt.Errorf("answer allow or deny, not %q", r.PathValue("answer"))
 		})
@@ -537,7 +541,7 @@ func (h *Host) audited(next http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		rec := &audit.Record{Type: "admin", Principal: "host:" + currentUser(), Action: action, Name: body.Name, Outcome: "ok"}
+		rec := &audit.Record{Type: "admin", Principal: controlUser(r.Context()), Action: action, Name: body.Name, Outcome: "ok"}
 		switch {
 		case r.PathValue("server") != "": // load, unload
 			rec.Name, rec.Detail = r.PathValue("server"), "sandbox "+r.PathValue("name")

@@ -56,6 +56,8 @@ type Options struct {
 	Store *registry.Store
 	// Governance configures policies, approvals and the audit log.
 	Governance GovernanceOptions
+	// Limits bound what each sandbox's clients hold (gateway.Limits).
+	Limits gateway.Limits
 	// Fetch reads a metadata URL (a registry entry, server.json or
 	// server.yaml); nil means an HTTP GET with a 30 s timeout, through the
 	// address checks of the server's URL.
@@ -155,10 +157,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		sandboxes: map[string]*sandbox{}, closed: make(chan struct{}),
 		privateGuard: &netguard.Policy{AllowAll: opts.Attach.Guard.AllowAll, AllowPrivate: true, Logger: opts.Attach.Logger}}
 	h.snapshotServers()
-	h.front = &front.Handler{Tenants: h.tenant, Health: func(bool) any { return h.health() }, MaxBodyBytes: opts.MaxBodyBytes,
+	h.front = &front.Handler{Tenants: h.tenant, Health: h.health, MaxBodyBytes: opts.MaxBodyBytes,
 		Telemetry: opts.Telemetry} // the metrics are the operator's: served by --metrics-listen, never to a sandbox's token
 	if opts.Telemetry != nil && opts.Telemetry.Metrics != nil {
 		opts.Telemetry.Metrics.WatchSessions(h.front.SessionCounts)
+		opts.Telemetry.Metrics.WatchApprovals(gov.queue.Pending)
 	}
 
 	var wg sync.WaitGroup
@@ -294,8 +297,14 @@ func (h *Host) HealthSandboxes() map[string]SandboxHealth {
 	return out
 }
 
-// health is the /health document: every sandbox with its servers' states.
-func (h *Host) health() any {
+// health is the /health document. Without a sandbox's token (detail
+// false) it says only that the host is up: the sandboxes' names and their
+// servers are not for anyone who can reach the port. With one, every
+// sandbox with its servers' states.
+func (h *Host) health(detail bool) any {
+	if !detail {
+		return map[string]string{"status": "ok"}
+	}
 	sandboxes := h.HealthSandboxes()
 	return map[string]any{"status": "ok", "sandboxes": sandboxes}
 }
@@ -306,10 +315,12 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	sb.gw.Guard = h.guardFor(sb)
 	sb.gw.Tasks, sb.gw.Tasks.PerGateway = h.opts.Tasks, true
+	sb.gw.Limits = h.opts.Limits
 	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
 	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget
 	if tel != nil && tel.Metrics != nil {
 		tel.Metrics.WatchServers(router.Status)
+		tel.Metrics.WatchQuotas(sb.gw.QuotaStatus)
 	}
 	if err := router.SetBuiltins(append(h.builtins(sb), h.authorizeTools(rec.Name, rec.Servers)...)); err != nil {
 		h.log.Error("built-in tools", "err", err) // a programming error: their definitions are constants

@@ -105,7 +105,8 @@ func (h *Host) oauthClient(srv *registry.Server) *http.Client {
 // 401 (or 403) to a request without credentials means it wants OAuth. A
 // --client-id says so without a probe's answer.
 func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req ServerRequest) {
-	if srv.URL == "" || (len(srv.Headers) > 0 && req.ClientID == "") {
+	pinned := req.OAuthIssuer != "" || req.OAuthTokenEndpoint != ""
+	if srv.URL == "" || (len(srv.Headers) > 0 && req.ClientID == "" && !pinned) {
 		// Headers (an API key, a bearer secret) are how this server is
 		// reached; a probe without them would take their 401 for OAuth.
 		return
@@ -113,13 +114,14 @@ func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req Server
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, resp, err := oauth.Probe(pctx, srv.Name, srv.URL, h.oauthClient(srv))
-	if err != nil && req.ClientID == "" {
-		return // no 401: the server is used without OAuth (a --client-id says it wants it)
+	if err != nil && req.ClientID == "" && !pinned {
+		return // no 401: the server is used without OAuth (a --client-id or --oauth-issuer says it wants it)
 	}
 	if resp != nil {
 		resp.Body.Close()
 	}
-	o := &mcpconfig.OAuth{Grant: mcpconfig.GrantAuthorizationCode, ClientID: req.ClientID, ClientMetadataURL: req.ClientMetadataURL, Scopes: req.Scopes}
+	o := &mcpconfig.OAuth{Grant: mcpconfig.GrantAuthorizationCode, ClientID: req.ClientID, ClientMetadataURL: req.ClientMetadataURL, Scopes: req.Scopes,
+		Issuer: req.OAuthIssuer, TokenEndpoint: req.OAuthTokenEndpoint}
 	if req.ClientID != "" {
 		o.ClientSecret = "${" + ClientSecretKey + "}"
 	}
@@ -217,6 +219,7 @@ func (h *Host) authFlowConfig(name, sandbox string, explicit bool) (oauth.FlowCo
 		}
 	}
 	cfg.ClientID, cfg.ClientSecret, cfg.ClientMetadataURL, cfg.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+	cfg.Issuer, cfg.TokenEndpoint = o.Issuer, o.TokenEndpoint
 	if rec, _ := h.grantStore(sandbox).Load(name, srv.URL); rec != nil {
 		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
 	}

@@ -134,6 +134,8 @@ func TestStaticSandbox(t *testing.T) {
 	wantErr(t, "empty static names", err, `sandbox "c": the static list "," names no server`)
 	_, err = h.CreateSandbox(context.Background(), SandboxRequest{Name: "bad name"})
 	wantErr(t, "bad name", err, `sandbox name "bad name": use only letters, digits, '.', '-' and '_'`)
+	_, err = h.CreateSandbox(context.Background(), SandboxRequest{Name: "mcp-gateway"})
+	wantErr(t, "reserved name", err, `sandbox name "mcp-gateway" is reserved for the gateway itself; choose another name`)
 	if _, ok := loadState(t, h).Sandboxes["c"]; ok {
 		t.Error("a refused sandbox was saved")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -45,6 +46,12 @@ type ClientCredentialsConfig struct {
 	Method string
 	// Scopes are asked for when the server's challenge names none.
 	Scopes []string
+	// Issuer and TokenEndpoint pin the authorization server the secret
+	// (or assertion) may go to. Unset, they are pinned at the first token
+	// request to what the server's metadata names then; either way a later
+	// metadata naming another is refused before anything is sent to it,
+	// and a token endpoint off the issuer's origin must be configured.
+	Issuer, TokenEndpoint string
 	// Client makes the requests to the authorization server.
 	Client *http.Client
 }
@@ -63,6 +70,7 @@ type ClientCredentials struct {
 	ts      oauth2.TokenSource
 	granted []string
 	issuer  string
+	pin     Pin
 }
 
 // NewClientCredentials checks cfg (a bad key or a missing secret is an
@@ -80,7 +88,7 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 	if cfg.Client == nil {
 		cfg.Client = http.DefaultClient
 	}
-	c := &ClientCredentials{cfg: cfg}
+	c := &ClientCredentials{cfg: cfg, pin: Pin{Issuer: cfg.Issuer, TokenEndpoint: cfg.TokenEndpoint, Configured: cfg.Issuer != "" || cfg.TokenEndpoint != ""}}
 	switch cfg.Method {
 	case "", MethodSecretBasic, MethodSecretPost, MethodPrivateKeyJWT:
 	default:
@@ -123,8 +131,15 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	if resp.StatusCode == http.StatusForbidden && !insufficientScope(header) {
 		return nil // not about scope: the retry shows the 403 as it is
 	}
-	d, err := Discover(ctx, c.cfg.Server, c.cfg.URL, header, c.cfg.Client)
+	c.mu.Lock()
+	pin := c.pin
+	c.mu.Unlock()
+	hint := c.pinHint(pin)
+	d, err := DiscoverPinned(ctx, c.cfg.Server, c.cfg.URL, header, c.cfg.Client, pin, hint)
 	if err != nil {
+		return err
+	}
+	if err := pin.checkTokenEndpoint(c.cfg.Server, d.ASM.Issuer, d.ASM.TokenEndpoint, hint); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -148,6 +163,14 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	ts := oauth2.ReuseTokenSourceWithExpiry(tok, src, time.Minute)
 	c.mu.Lock()
 	c.ts, c.issuer = ts, d.ASM.Issuer
+	if c.pin.Issuer == "" {
+		slog.Info(fmt.Sprintf("mcp server %q: OAuth authorization server pinned at first use", c.cfg.Server),
+			"issuer", d.ASM.Issuer, "token_endpoint", d.ASM.TokenEndpoint)
+		c.pin.Issuer = d.ASM.Issuer
+	}
+	if c.pin.TokenEndpoint == "" {
+		c.pin.TokenEndpoint = d.ASM.TokenEndpoint
+	}
 	if s := tokenScopes(tok); s != nil {
 		c.granted = s
 	} else {
@@ -155,6 +178,23 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// Pinned is the authorization server the client's credentials may go
+// to: configured, or recorded at its first token request; zero before.
+func (c *ClientCredentials) Pinned() Pin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pin
+}
+
+// pinHint is what to do when the server names another authorization
+// server than pin's.
+func (c *ClientCredentials) pinHint(pin Pin) string {
+	if pin.Configured {
+		return `If the server really moved to it, change "issuer" (and "tokenEndpoint") in its oauth entry and restart the gateway.`
+	}
+	return `It was pinned at this gateway's first token request for the server; if the server really moved to it, set "issuer" (and "tokenEndpoint") in its oauth entry to the new one and restart the gateway.`
 }
 
 // ccSource asks the token endpoint for a new token each time: with a new

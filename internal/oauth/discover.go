@@ -58,6 +58,14 @@ func stepError(server, step string, err error) error {
 // The SDK's oauthex does the fetching and its checks (https or loopback,
 // the resource matching, the metadata issuer matching).
 func Discover(ctx context.Context, server, serverURL string, header []string, client *http.Client) (*Discovery, error) {
+	return DiscoverPinned(ctx, server, serverURL, header, client, Pin{}, "")
+}
+
+// DiscoverPinned is Discover held to a pinned issuer: when the resource
+// metadata does not list pin.Issuer among its authorization servers, it
+// returns a *PinError (hint its advice) before asking the new one for
+// anything; a pinned token endpoint must be the metadata's.
+func DiscoverPinned(ctx context.Context, server, serverURL string, header []string, client *http.Client, pin Pin, hint string) (*Discovery, error) {
 	challenges, err := oauthex.ParseWWWAuthenticate(header)
 	if err != nil {
 		return nil, stepError(server, "discovery", fmt.Errorf("the server's WWW-Authenticate header is malformed: %v", err))
@@ -102,6 +110,18 @@ func Discover(ctx context.Context, server, serverURL string, header []string, cl
 		d.Resource = serverURL
 	}
 	issuer := d.PRM.AuthorizationServers[0]
+	if pin.Issuer != "" {
+		found := false
+		for _, as := range d.PRM.AuthorizationServers {
+			if issuersEqual(as, pin.Issuer) {
+				issuer, found = as, true
+				break
+			}
+		}
+		if !found {
+			return nil, &PinError{Server: server, What: "authorization server", Pinned: pin.Issuer, Named: issuer, Hint: hint}
+		}
+	}
 	asm, err := auth.GetAuthServerMetadata(ctx, issuer, client)
 	if err != nil {
 		return nil, stepError(server, "authorization server metadata", fmt.Errorf("from %s: %v", issuer, err))
@@ -116,6 +136,9 @@ func Discover(ctx context.Context, server, serverURL string, header []string, cl
 	}
 	if asm.TokenEndpoint == "" {
 		return nil, stepError(server, "authorization server metadata", fmt.Errorf("%s names no token_endpoint", issuer))
+	}
+	if pin.TokenEndpoint != "" && asm.TokenEndpoint != pin.TokenEndpoint {
+		return nil, &PinError{Server: server, What: "token endpoint", Pinned: pin.TokenEndpoint, Named: asm.TokenEndpoint, Hint: hint}
 	}
 	d.ASM = asm
 	return d, nil

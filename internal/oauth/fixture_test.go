@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
@@ -49,6 +50,8 @@ type testAS struct {
 	metadataIssuer  string // "" = the real one
 	issInRedirect   string // "" = the real one
 	failRefresh     bool
+	tokenEndpoint   string // "" = the issuer's /token
+	hits            int    // requests of any kind
 }
 
 type grant struct {
@@ -70,7 +73,12 @@ func newTestAS(t *testing.T) *testAS {
 	mux.HandleFunc("/token", as.token)
 	mux.HandleFunc("/authorize", as.authorize)
 	mux.HandleFunc("/register", as.register)
-	as.srv = httptest.NewServer(mux)
+	as.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		as.mu.Lock()
+		as.hits++
+		as.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(as.srv.Close)
 	as.issuer = as.srv.URL
 	return as
@@ -95,7 +103,7 @@ func (as *testAS) metadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{
 		"issuer":                                         iss,
 		"authorization_endpoint":                         as.issuer + "/authorize",
-		"token_endpoint":                                 as.issuer + "/token",
+		"token_endpoint":                                 cmp.Or(as.tokenEndpoint, as.issuer+"/token"),
 		"registration_endpoint":                          as.issuer + "/register",
 		"scopes_supported":                               as.scopes,
 		"response_types_supported":                       []string{"code"},

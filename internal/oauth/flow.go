@@ -36,6 +36,12 @@ type FlowConfig struct {
 	// grant this authorization replaces and those the server asked for
 	// since (Record.StepUp; SEP-2350).
 	StepUp []string
+	// Issuer and TokenEndpoint, when set, pin the authorization server
+	// (`server add --oauth-issuer`): discovery naming another is refused
+	// before the person is sent to it or a client secret to its token
+	// endpoint. Unset, the issuer that grants the token is recorded with
+	// it, and a refresh goes to no other (Stored).
+	Issuer, TokenEndpoint string
 	// RedirectURL is where the authorization server sends the person back
 	// (a loopback URL: see Loopback).
 	RedirectURL string
@@ -129,7 +135,14 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 		return nil, err
 	}
 	header := resp.Header.Values("WWW-Authenticate")
-	d, err := Discover(ctx, cfg.Server, cfg.URL, header, cfg.Client)
+	pin := Pin{Issuer: cfg.Issuer, TokenEndpoint: cfg.TokenEndpoint, Configured: true}
+	hint := fmt.Sprintf("If the server really moved to it, register it again with the new --oauth-issuer (mcp-gateway server add %s --replace ...) and authorize it with `mcp-gateway auth %s`.", cfg.Server, cfg.Server)
+	d, err := DiscoverPinned(ctx, cfg.Server, cfg.URL, header, cfg.Client, pin, hint)
+	if err == nil && cfg.ClientSecret != "" && (pin.Issuer != "" || pin.TokenEndpoint != "") {
+		// A confidential client's secret goes to the issuer's origin or
+		// to the token endpoint configured.
+		err = pin.checkTokenEndpoint(cfg.Server, d.ASM.Issuer, d.ASM.TokenEndpoint, hint)
+	}
 	if err != nil {
 		resp.Body.Close()
 		return nil, err

@@ -65,7 +65,7 @@ func (s *Server) get() (interface {
 		cc, err := NewClientCredentials(ClientCredentialsConfig{
 			Server: s.spec.Name, URL: s.spec.URL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 			PrivateKey: o.PrivateKey, SigningAlg: o.SigningAlg, Method: o.TokenEndpointAuthMethod,
-			Scopes: o.Scopes, Client: s.client,
+			Scopes: o.Scopes, Issuer: o.Issuer, TokenEndpoint: o.TokenEndpoint, Client: s.client,
 		})
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,27 +37,41 @@ type Approver interface {
 // Queue holds the calls waiting for approval on the host; a person
 // answers with `mcp-gateway approval allow|deny ID`.
 type Queue struct {
+	// MaxPerPrincipal bounds the calls of one principal (a sandbox)
+	// waiting at once: beyond it a call is denied at once, so one sandbox
+	// cannot bury the others' requests in `approval ls` (nor hold a
+	// goroutine per call it makes). 0: MaxPendingPerPrincipal.
+	MaxPerPrincipal int
+
 	mu      sync.Mutex
 	next    uint64
 	pending map[string]*waiting
-	// OnAnswer, when set, is told of every answer and timeout (audit).
+	gone    map[string]string // recently withdrawn requests: why, by id
+	goneIDs []string          // their ids, oldest first
+	refused map[string]uint64 // calls refused at MaxPerPrincipal, by principal
+	// OnAnswer, when set, is told of every answer, timeout and withdrawal
+	// (audit): outcome "granted", "denied", "timeout" or "cancelled".
 	OnAnswer func(a *ApprovalRequest, outcome, by string)
 }
 
 type waiting struct {
 	req    *ApprovalRequest
+	ctx    context.Context // the caller's: once done, nobody may answer
 	answer chan answer
 }
+
+// ErrGone is the error of Answer for a request whose caller went away.
+var ErrGone = errors.New("the call is gone")
+
+// maxGone bounds how many withdrawn requests Answer still recognises.
+const maxGone = 1024
 
 type answer struct {
 	ok bool
 	by string
 }
 
-// MaxPendingPerPrincipal bounds the calls of one principal (a sandbox)
-// waiting for approval at once: beyond it a call is denied at once, so one
-// sandbox cannot bury the others' requests in `approval ls` (nor hold a
-// goroutine per call it makes).
+// MaxPendingPerPrincipal is Queue.MaxPerPrincipal's default.
 const MaxPendingPerPrincipal = 32
 
 // Ask queues the request and waits for its answer.
@@ -71,30 +86,82 @@ func (q *Queue) Ask(ctx context.Context, a *ApprovalRequest) (bool, string, erro
 			n++
 		}
 	}
-	if n >= MaxPendingPerPrincipal {
+	if max := q.max(); n >= max {
+		if q.refused == nil {
+			q.refused = map[string]uint64{}
+		}
+		q.refused[a.Principal]++
 		q.mu.Unlock()
-		return false, "", fmt.Errorf("%d calls of %q already wait for approval; answer them (`mcp-gateway approval ls`) before more are queued", n, a.Principal)
+		return false, "", fmt.Errorf("%d calls of %q already wait for approval (--max-pending-approvals %d); answer them (`mcp-gateway approval ls`) before more are queued", n, a.Principal, max)
 	}
 	q.next++
 	a.ID = strconv.FormatUint(q.next, 10)
 	a.Time = time.Now().UTC()
-	w := &waiting{req: a, answer: make(chan answer, 1)}
+	w := &waiting{req: a, ctx: ctx, answer: make(chan answer, 1)}
 	q.pending[a.ID] = w
 	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		delete(q.pending, a.ID)
-		q.mu.Unlock()
-	}()
 	select {
 	case ans := <-w.answer:
+		if ctx.Err() != nil { // the caller went as the answer came: it must not run
+			return false, "", ctx.Err()
+		}
 		return ans.ok, ans.by, nil
 	case <-ctx.Done():
-		if q.OnAnswer != nil {
-			q.OnAnswer(a, "timeout", "")
-		}
+	}
+	outcome := "timeout"
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		outcome = "cancelled" // the caller went away: cancelled, disconnected, its session ended
+	}
+	q.mu.Lock()
+	_, still := q.pending[a.ID]
+	delete(q.pending, a.ID)
+	if still {
+		q.forget(a.ID, outcome)
+	}
+	q.mu.Unlock()
+	if !still { // answered meanwhile; Answer saw ctx done and said so
 		return false, "", ctx.Err()
 	}
+	if q.OnAnswer != nil {
+		q.OnAnswer(a, outcome, "")
+	}
+	return false, "", ctx.Err()
+}
+
+func (q *Queue) max() int {
+	if q.MaxPerPrincipal > 0 {
+		return q.MaxPerPrincipal
+	}
+	return MaxPendingPerPrincipal
+}
+
+// forget remembers a request that left the queue unanswered, so that a
+// late answer is told it is gone. Called with q.mu held.
+func (q *Queue) forget(id, why string) {
+	if q.gone == nil {
+		q.gone = map[string]string{}
+	}
+	q.gone[id] = why
+	q.goneIDs = append(q.goneIDs, id)
+	if len(q.goneIDs) > maxGone {
+		delete(q.gone, q.goneIDs[0])
+		q.goneIDs = q.goneIDs[1:]
+	}
+}
+
+// Pending counts the waiting requests by principal, and the calls refused
+// at MaxPerPrincipal since the start (the metrics).
+func (q *Queue) Pending() (pending map[string]int, refused map[string]uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pending, refused = map[string]int{}, map[string]uint64{}
+	for _, w := range q.pending {
+		pending[w.req.Principal]++
+	}
+	for p, n := range q.refused {
+		refused[p] = n
+	}
+	return pending, refused
 }
 
 // List returns the waiting requests, oldest first.
@@ -118,8 +185,25 @@ func (q *Queue) Answer(id string, ok bool, by string) error {
 	q.mu.Lock()
 	w := q.pending[id]
 	delete(q.pending, id)
+	why, gone := q.gone[id]
+	if w != nil && w.ctx.Err() != nil { // its caller went as this answer came: never run it
+		why, gone = "cancelled", true
+		if errors.Is(w.ctx.Err(), context.DeadlineExceeded) {
+			why = "timeout"
+		}
+		q.forget(id, why)
+		if q.OnAnswer != nil {
+			defer q.OnAnswer(w.req, why, "")
+		}
+		w = nil // Ask finds it gone and returns its ctx's error
+	}
 	q.mu.Unlock()
-	if w == nil {
+	switch {
+	case gone && why == "timeout":
+		return fmt.Errorf("approval %s: %w: nobody answered in time (--approval-timeout) and the call was denied; nothing was run", id, ErrGone)
+	case gone:
+		return fmt.Errorf("approval %s: %w: its caller went away (cancelled, disconnected or its session ended) before an answer; nothing was run", id, ErrGone)
+	case w == nil:
 		return fmt.Errorf("no call is waiting for approval with id %q (run `mcp-gateway approval ls`)", id)
 	}
 	if q.OnAnswer != nil {

@@ -15,8 +15,16 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/mcpconfig"
 )
 
-// CodeDenied is the JSON-RPC error code of a call a policy refused.
-const CodeDenied = -32003
+// CodeDenied is the JSON-RPC error code of a call a policy refused (or
+// that was not approved). It lies in the range MCP leaves to
+// implementations (-32000 to -32019) and is one no major SDK gives a
+// meaning of its own: the Go SDK's client reads -32003 and -32004 as a
+// closed connection, the TypeScript and Python SDKs use -32000 (connection
+// closed) and -32001 (request timeout), -32002 was "resource not found",
+// and -32020 to -32099 are the specification's (docs/policy.md, "Refusals").
+// A refused tools/call reaches the client as an isError result carrying
+// this code in its _meta (see gateway.DeniedMeta).
+const CodeDenied = -32010
 
 // DefaultApprovalTimeout is how long a call waits for a person's approval.
 const DefaultApprovalTimeout = 5 * time.Minute

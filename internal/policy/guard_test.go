@@ -46,7 +46,7 @@ func TestQueue(t *testing.T) {
 	if err := q.Answer("99", true, "me"); err == nil {
 		t.Fatal("answering an unknown id must fail")
 	}
-	if strings.Join(answers, ",") != "t:granted:me,t:denied:me,late:timeout:" {
+	if strings.Join(answers, ",") != "t:granted:me,t:denied:me,late:cancelled:" {
 		t.Fatalf("answers %v", answers)
 	}
 }
@@ -367,5 +367,54 @@ func TestQueueBoundsAPrincipal(t *testing.T) {
 	}
 	if err := q.Answer(id, true, "me"); err != nil || !<-got {
 		t.Fatalf("another principal's call: %v", err)
+	}
+}
+
+// A denial goes to the agent: it names a policy by its @id, or by the
+// file's base name and line, never by the host's path to the file; an
+// error in the file is the operator's and names the whole path.
+func TestDenialNamesNoPath(t *testing.T) {
+	const file = "/srv/corp-secrets/policies/rules.cedar"
+	set, err := Parse(DefaultPermit, Source{Name: file, Text: []byte(`@id("no-rm") forbid(principal, action, resource == MCP::Tool::"fs/rm");
+forbid(principal, action, resource == MCP::Tool::"fs/mv");`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Engine: NewEngine(set), Principal: "default"}
+	for name, want := range map[string]string{
+		"rm": `tools/call of fs/rm is denied: forbidden by policy "no-rm" (rules.cedar:1:1)`,
+		"mv": `tools/call of fs/mv is denied: forbidden by policy "rules.cedar:2"`,
+	} {
+		c := &gateway.GuardCall{GuardItem: gateway.GuardItem{Kind: gateway.GuardTool, Server: "fs", Name: name}, Method: "tools/call"}
+		_, werr := g.Admit(context.Background(), c)
+		if werr == nil || werr.Code != CodeDenied || !strings.HasSuffix(werr.Message, want) {
+			t.Fatalf("%s: %v, want code %d and %q", name, werr, CodeDenied, want)
+		}
+		if b := werr.Marshal(); strings.Contains(string(b), "/srv") || strings.Contains(string(b), "corp-secrets") {
+			t.Errorf("%s: the denial names the policy file's path: %s", name, b)
+		}
+	}
+	_, err = Parse(DefaultPermit, Source{Name: file, Text: []byte(`forbid(principal, action == MCP::Action::"nope", resource);`)})
+	if err == nil || !strings.Contains(err.Error(), file+":1:1") {
+		t.Errorf("a policy error must name the whole path: %v", err)
+	}
+}
+
+// CodeDenied is none of the codes the major SDKs give a meaning of their
+// own (see its doc comment), and within the implementations' range.
+func TestCodeDeniedIsNoSDKsOwn(t *testing.T) {
+	reserved := map[int64]string{
+		-32000: "TypeScript and Python SDKs: connection closed",
+		-32001: "TypeScript and Python SDKs: request timeout; Go SDK: unknown error",
+		-32002: "MCP: resource not found (before 2026-07-28)",
+		-32003: "Go SDK: client is closing (read as ErrConnectionClosed)",
+		-32004: "Go SDK: server is closing (read as ErrConnectionClosed)",
+		-32005: "Go SDK: rejected by transport",
+	}
+	if why, ok := reserved[CodeDenied]; ok {
+		t.Fatalf("CodeDenied %d is taken: %s", CodeDenied, why)
+	}
+	if CodeDenied > -32000 || CodeDenied < -32019 {
+		t.Fatalf("CodeDenied %d is outside -32019..-32000, the range MCP leaves to implementations", CodeDenied)
 	}
 }

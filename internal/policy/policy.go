@@ -18,6 +18,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -72,14 +73,19 @@ func ParseDefault(s string) (Default, error) {
 // Source is one named document of policies: a file, or a policy stored by
 // the host daemon.
 type Source struct {
-	Name string // the file name policies' positions are given in
+	// Name is the file's name. Errors give it whole; decisions, which
+	// reach the agents, give positions (and the id of a policy without
+	// @id) with its base name only: an agent learns nothing of the host's
+	// paths.
+	Name string
 	Text []byte
 }
 
 // compiled is one policy with what decisions report of it.
 type compiled struct {
-	id       string // @id, else file:line
-	where    string // file:line:col
+	id       string // @id, else base:line (base: the file's base name)
+	where    string // base:line:col, as decisions give it to agents
+	at       string // file:line:col, as the operator's listings and errors give it
 	forbid   bool
 	approval string // @requireApproval's reason; "" when it has none
 	approve  bool
@@ -130,20 +136,23 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 			errs = append(errs, errors.New(msg))
 			continue
 		}
+		base := filepath.Base(src.Name)
 		for _, p := range list {
 			pos := p.Position()
+			at := fmt.Sprintf("%s:%d:%d", src.Name, pos.Line, pos.Column)
 			c := &compiled{
-				where:  fmt.Sprintf("%s:%d:%d", src.Name, pos.Line, pos.Column),
+				where:  fmt.Sprintf("%s:%d:%d", base, pos.Line, pos.Column),
+				at:     at,
 				forbid: p.Effect() == cedar.Forbid,
 			}
 			ann := p.Annotations()
 			c.id = string(ann["id"])
 			if c.id == "" {
-				c.id = fmt.Sprintf("%s:%d", src.Name, pos.Line)
+				c.id = fmt.Sprintf("%s:%d", base, pos.Line)
 			}
 			if reason, ok := ann["requireApproval"]; ok {
 				if c.forbid {
-					errs = append(errs, fmt.Errorf("%s: @requireApproval belongs on a permit, not a forbid", c.where))
+					errs = append(errs, fmt.Errorf("%s: @requireApproval belongs on a permit, not a forbid", at))
 					continue
 				}
 				c.approve, c.approval = true, string(reason)
@@ -153,14 +162,14 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 				s.approval = true
 			}
 			if err := checkScope(p); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %v", c.where, err))
+				errs = append(errs, fmt.Errorf("%s: %v", at, err))
 				continue
 			}
 			if prev, dup := where[c.id]; dup {
-				errs = append(errs, fmt.Errorf("%s: policy id %q is already used at %s", c.where, c.id, prev))
+				errs = append(errs, fmt.Errorf("%s: policy id %q is already used at %s", at, c.id, prev))
 				continue
 			}
-			where[c.id] = c.where
+			where[c.id] = at
 			s.byID[cedar.PolicyID(c.id)] = c
 			s.index.add(cedar.PolicyID(c.id), p)
 			s.ids = append(s.ids, c.id)
@@ -214,10 +223,10 @@ func checkScope(p *cedar.Policy) error {
 	return nil
 }
 
-// Policy describes one policy of a set, for listings.
+// Policy describes one policy of a set, for the operator's listings.
 type Policy struct {
 	ID       string `json:"id"`
-	Where    string `json:"where"`
+	Where    string `json:"where"` // the file as given: file:line:col
 	Effect   string `json:"effect"`
 	Approval string `json:"requireApproval,omitempty"`
 }
@@ -234,7 +243,7 @@ func (s *Set) Policies() []Policy {
 		if c.forbid {
 			eff = "forbid"
 		}
-		out = append(out, Policy{ID: c.id, Where: c.where, Effect: eff, Approval: c.approval})
+		out = append(out, Policy{ID: c.id, Where: c.at, Effect: eff, Approval: c.approval})
 	}
 	return out
 }

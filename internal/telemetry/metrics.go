@@ -48,6 +48,8 @@ type shared struct {
 
 	mu       sync.Mutex
 	sessions []func() map[string]int
+
+	quota *quotaMetrics
 }
 
 // callSet are the metrics of one gateway's calls and servers: the
@@ -64,6 +66,7 @@ type callSet struct {
 
 	mu       sync.Mutex
 	statuses []func() map[string]gateway.ServerStatus
+	quotas   []func() gateway.QuotaStatus // see quota.go
 
 	perServer sync.Map // server name → *serverMetrics
 }
@@ -99,6 +102,7 @@ func NewHostMetrics() *Metrics {
 		Help: "Client streams closed because the client did not read them within the slow client timeout.",
 	})
 	reg.MustRegister(sh.requests, sh.slowClients, sessionCollector{sh})
+	sh.quota = newQuotaMetrics(reg)
 	return &Metrics{shared: sh}
 }
 
@@ -162,7 +166,7 @@ func newCallSet() *callSet {
 
 func (m *callSet) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
-		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}}
+		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}, quotaCollector{m}}
 }
 
 // Handler serves the metrics in the Prometheus text (or protobuf) format.
@@ -324,5 +328,83 @@ func (c sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for v, n := range total {
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), v)
+	}
+}
+
+// ---- Quotas of the front: sessions per tenant and replay buffers ----
+
+// quotaMetrics count what the front's per-tenant limits did: sessions
+// evicted or refused (by the limit: per_tenant, total) and the bytes kept
+// for resuming streams, with the events dropped from them unsent (by the
+// limit: events, stream, session, total).
+type quotaMetrics struct {
+	evicted *prometheus.CounterVec
+	refused *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+
+	mu     sync.Mutex
+	replay []func() int64 // the fronts' replay bytes, read at every scrape
+}
+
+func newQuotaMetrics(reg prometheus.Registerer) *quotaMetrics {
+	q := &quotaMetrics{
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_gateway_sessions_evicted_total",
+			Help: "Client sessions ended to make room for a new one, by the limit reached (per_tenant: --max-sessions-per-tenant; total: --max-sessions).",
+		}, []string{"limit"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_gateway_sessions_refused_total",
+			Help: "Initialize requests answered 503 because the limit was reached and no session could be ended for them, by the limit.",
+		}, []string{"limit"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_gateway_replay_events_dropped_total",
+			Help: "Events dropped from replay buffers before any connection wrote them, by the limit (events: 256 per stream; stream, session, total: the --replay-bytes flags).",
+		}, []string{"limit"}),
+	}
+	replayBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcp_gateway_replay_bytes",
+		Help: "Bytes held for clients resuming streams with Last-Event-ID (bounded by --replay-bytes).",
+	}, func() float64 {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		var n int64
+		for _, f := range q.replay {
+			n += f()
+		}
+		return float64(n)
+	})
+	reg.MustRegister(q.evicted, q.refused, q.dropped, replayBytes)
+	return q
+}
+
+// SessionEvicted counts a session ended to make room for a new one.
+func (t *Telemetry) SessionEvicted(limit string) {
+	if t != nil && t.Metrics != nil {
+		t.Metrics.quota.evicted.WithLabelValues(limit).Inc()
+	}
+}
+
+// SessionRefused counts an initialize refused at a session limit.
+func (t *Telemetry) SessionRefused(limit string) {
+	if t != nil && t.Metrics != nil {
+		t.Metrics.quota.refused.WithLabelValues(limit).Inc()
+	}
+}
+
+// WatchReplay adds a source of the bytes held for replay (a front's),
+// read at every scrape.
+func (t *Telemetry) WatchReplay(held func() int64) {
+	if t != nil && t.Metrics != nil {
+		q := t.Metrics.quota
+		q.mu.Lock()
+		q.replay = append(q.replay, held)
+		q.mu.Unlock()
+	}
+}
+
+// ReplayEventsDropped counts n events dropped unsent from a replay buffer.
+func (t *Telemetry) ReplayEventsDropped(limit string, n int) {
+	if t != nil && t.Metrics != nil {
+		t.Metrics.quota.dropped.WithLabelValues(limit).Add(float64(n))
 	}
 }

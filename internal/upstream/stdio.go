@@ -59,9 +59,6 @@ type StdioOptions struct {
 	// fills in where the caller left it out), others get initialize. A
 	// server's era is chosen for the life of its process.
 	ProbeStateless bool
-	// RequireStateless fails Start (with wire.ErrNotStateless) when the server does not
-	// speak 2026-07-28, instead of falling back to initialize.
-	RequireStateless bool
 	// OnNotification receives the notifications the server sends
 	// (list_changed, progress, message...). It runs on the goroutine that
 	// reads the server's stdout, so messages arrive in order and a
@@ -442,7 +439,7 @@ func (s *Stdio) listen(p *process) {
 
 // initialize performs the MCP handshake on a fresh process.
 func (s *Stdio) initialize(ctx context.Context, p *process) error {
-	if s.opts.ProbeStateless || s.opts.RequireStateless {
+	if s.opts.ProbeStateless {
 		ok, err := s.discover(ctx, p)
 		if err != nil {
 			return err
@@ -451,9 +448,6 @@ func (s *Stdio) initialize(ctx context.Context, p *process) error {
 			p.initialized.Store(true)
 			s.listen(p)
 			return nil
-		}
-		if s.opts.RequireStateless {
-			return wire.ErrNotStateless
 		}
 	}
 	resp, err := p.call(ctx, "initialize", s.initParams)
@@ -502,8 +496,6 @@ func (s *Stdio) startError(p *process, err error) error {
 	var rpcErr *wire.Error
 	var invalid *invalidInitializeError
 	switch {
-	case errors.Is(err, wire.ErrNotStateless):
-		return fmt.Errorf("mcp server %q: %w", s.opts.Name, err)
 	case errors.Is(err, errNotSent):
 		return &serverError{server: s.opts.Name, phase: phaseInitialize, f: p.finalFailure()}
 	case errors.As(err, &f):

@@ -27,7 +27,4 @@ var (
 	// credentials the gateway sent. The text says so in words that cannot
 	// be taken for the gateway's own 401.
 	ErrCredentials = errors.New("mcp server refused the credentials")
-	// ErrNotStateless: a server required to speak 2026-07-28 (the
-	// stateless era) does not.
-	ErrNotStateless = errors.New("mcp server does not speak 2026-07-28")
 )

@@ -6,9 +6,9 @@
 // caller's buffer, so a hot path can reuse one.
 //
 // It also holds what an upstream hands the gateway ([Response], and the
-// failure kinds the gateway acts on: [ErrStart], [ErrCredentials],
-// [ErrNotStateless]), so that the gateway and the upstreams share a
-// vocabulary without the gateway importing an upstream package.
+// failure kinds the gateway acts on: [ErrStart], [ErrCredentials]), so that
+// the gateway and the upstreams share a vocabulary without the gateway
+// importing an upstream package.
 package wire
 
 import (

@@ -448,3 +448,34 @@ func TestBadInputHostIdleConnections(t *testing.T) {
 		t.Errorf("the first idle connection is still open; want it closed to make room")
 	}
 }
+
+// wantDenied checks body is a tools/call the policy refused: an isError
+// result whose text and _meta["io.github.mcp-gateway/denied"] (code
+// -32010) say each of want (docs/policy.md, "Refusals").
+func wantDenied(t *testing.T, what string, resp *http.Response, body []byte, want ...string) {
+	t.Helper()
+	var r struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Meta struct {
+				Denied *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"io.github.mcp-gateway/denied"`
+			} `json:"_meta"`
+		} `json:"result"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &r) != nil || r.Result == nil || !r.Result.IsError ||
+		len(r.Result.Content) == 0 || r.Result.Meta.Denied == nil || r.Result.Meta.Denied.Code != -32010 {
+		t.Errorf("%s: %s %.300s; want 200 with an isError result carrying the denial (-32010)", what, resp.Status, body)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(r.Result.Content[0].Text, w) || !strings.Contains(r.Result.Meta.Denied.Message, w) {
+			t.Errorf("%s: denial %q does not say %q", what, r.Result.Content[0].Text, w)
+		}
+	}
+}

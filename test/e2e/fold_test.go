@@ -140,14 +140,14 @@ func TestFoldedNamesRefused(t *testing.T) {
 				t.Errorf("an allowed call: %s %s; want the text %q", resp.Status, body, fs.answer)
 			}
 			resp, body = rs.post(call(51, `{"name":"`+fs.tool+`","arguments":`+args(fs.arg, "/etc/passwd")+`}`))
-			wantRPCError(t, "a forbidden path", resp, body, 200, 0, "no-etc")
+			wantDenied(t, "a forbidden path", resp, body, "no-etc")
 			if fs.resources {
 				resp, body = rs.post(`{"jsonrpc":"2.0","id":52,"method":"resources/read","params":{"uri":"note://public"}}`)
 				if resp.StatusCode != 200 || !strings.Contains(string(body), `"text":"note note://public"`) {
 					t.Errorf("reading note://public: %s %s", resp.Status, body)
 				}
 				resp, body = rs.post(`{"jsonrpc":"2.0","id":53,"method":"resources/read","params":{"uri":"note://secret"}}`)
-				wantRPCError(t, "reading note://secret", resp, body, 200, 0, "no-secret-note")
+				wantRPCError(t, "reading note://secret", resp, body, 200, -32010, "no-secret-note")
 			}
 
 			// Nothing under /etc was ever allowed.
@@ -196,9 +196,9 @@ func TestFoldedNamesUndeclaredTool(t *testing.T) {
 		t.Errorf("an allowed call: %s %s", resp.Status, body)
 	}
 	resp, body = rs.post(call(2, `{"path":"/etc/passwd"}`))
-	wantRPCError(t, "a forbidden path", resp, body, 200, 0, "denied")
+	wantDenied(t, "a forbidden path", resp, body, "denied")
 	resp, body = rs.post(call(3, `{"PATH":"/etc/passwd"}`))
-	wantRPCError(t, "the path spelled PATH", resp, body, 200, 0, "denied")
+	wantDenied(t, "the path spelled PATH", resp, body, "denied")
 	resp, body = rs.post(call(4, `{"path":"/tmp/ok","PATH":"/etc/passwd"}`))
 	wantRPCError(t, "both spellings", resp, body, 400, -32600, "params.arguments.PATH", "but for case")
 }

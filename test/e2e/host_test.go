@@ -313,7 +313,8 @@ func TestHostMode(t *testing.T) {
 	h.mustCLI("", "load", "tester", "--sandbox", "dyn")
 	waitListChanged(t, changed, "load tester again")
 
-	// /health gives every sandbox's servers and their states, no error text.
+	// /health, with a sandbox's token, gives every sandbox's servers and
+	// their states, no error text.
 	var health struct {
 		Status    string
 		Sandboxes map[string]struct {
@@ -323,7 +324,9 @@ func TestHostMode(t *testing.T) {
 			Upstreams map[string]map[string]any
 		}
 	}
-	resp, err := http.Get(strings.TrimSuffix(h.url, "/mcp") + "/health")
+	healthReq, _ := http.NewRequest("GET", strings.TrimSuffix(h.url, "/mcp")+"/health", nil)
+	healthReq.Header.Set("Authorization", "Bearer "+st.token)
+	resp, err := http.DefaultClient.Do(healthReq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +591,7 @@ func TestHostMetadataRegistration(t *testing.T) {
 	defer ts.Close()
 	standInLog := filepath.Join(t.TempDir(), "standin.log")
 	t.Setenv("STANDIN_LOG", standInLog)
-	h := startHost(t, filepath.Join(t.TempDir(), "state"))
+	h := startHost(t, filepath.Join(t.TempDir(), "state"), "--server-env", "STANDIN_LOG") // for the npx stand-in the daemon runs
 	out := h.mustCLI("", "server", "add", "mem", "--metadata", ts.URL+"/v0/servers/x")
 	if !strings.Contains(out, `registered mcp server "mem" (9 tools)`) {
 		t.Errorf("server add --metadata: %s", out)

@@ -82,8 +82,17 @@ func findRecord(recs []map[string]any, match map[string]any) map[string]any {
 	return nil
 }
 
+// deniedMeta is the _meta key of a refused tools/call's result (docs/policy.md, "Refusals").
+const deniedMeta = "io.github.mcp-gateway/denied"
+
+// callErr calls a tool; a refusal (an isError result with the gateway's
+// refusal in its _meta) comes back as an error with its text.
 func callErr(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err == nil && res.IsError && res.Meta[deniedMeta] != nil {
+		return res, fmt.Errorf("refused: %s", text(res))
+	}
+	return res, err
 }
 
 func TestPolicyServe(t *testing.T) {

@@ -33,6 +33,10 @@ type envArgs struct {
 }
 
 func runTestServer() {
+	if os.Getenv(stateServerEnv) != "" {
+		runStateServer()
+		return
+	}
 	var opts *mcp.ServerOptions
 	if os.Getenv("E2E_SERVER_MODERN_ONLY") != "" {
 		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}}

@@ -134,24 +134,21 @@ type State struct {
 // stateVersion is the format this code writes and reads.
 const stateVersion = 1
 
-// ValidName checks a server's or sandbox's name: letters, digits, ".",
+// ValidName checks a server's or sandbox's name by the rule `serve` also
+// applies to its servers (mcpconfig.IsPlainName): letters, digits, ".",
 // "-" and "_", at most 64 characters. what is "server" or "sandbox".
 func ValidName(what, name string) error {
-	if name == "" {
+	switch {
+	case mcpconfig.IsPlainName(name):
+		return nil
+	case name == "":
 		return fmt.Errorf("%s name is empty", what)
-	}
-	if len(name) > 64 {
-		return fmt.Errorf("%s name %q is longer than 64 characters", what, name)
-	}
-	for _, c := range []byte(name) {
-		if !(c == '.' || c == '-' || c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("%s name %q: use only letters, digits, '.', '-' and '_'", what, name)
-		}
-	}
-	if name == "." || name == ".." {
+	case len(name) > mcpconfig.MaxPlainNameLen:
+		return fmt.Errorf("%s name %q is longer than %d characters", what, name, mcpconfig.MaxPlainNameLen)
+	case name == "." || name == "..":
 		return fmt.Errorf("%s name %q is reserved", what, name)
 	}
-	return nil
+	return fmt.Errorf("%s name %q: use only letters, digits, '.', '-' and '_'", what, name)
 }
 
 // Store is the state file of one state directory, locked for this process.

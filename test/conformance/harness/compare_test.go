@@ -161,6 +161,39 @@ func TestReadResults(t *testing.T) {
 	}
 }
 
+// An order-dependent gap is a known gap whether the scenario fails through
+// the gateway on this run or passes; it still needs the direct run to hold.
+func TestOrderDependentGap(t *testing.T) {
+	pass := classify(checks("SUCCESS"))
+	fail := classify(checks("SUCCESS", "FAILURE"))
+	gap := &knownGap{Scenario: "racy", Reason: "order-dependent: the server's requests race", Line: 1, OrderDependent: true}
+	for _, c := range []struct {
+		name            string
+		direct, gateway *result
+		want            verdict
+	}{
+		{"failing this run", pass, fail, vKnownGap},
+		{"passing this run", pass, pass, vKnownGap},
+		{"failing directly too", fail, fail, vStaleGap},
+	} {
+		cr := compareResults(suiteConfig{Name: "x"}, map[string]*result{"racy": c.direct}, map[string]*result{"racy": c.gateway}, map[string]*knownGap{"racy": gap}, nil)
+		if len(cr.Rows) != 1 || cr.Rows[0].Verdict != c.want {
+			t.Errorf("%s: rows %+v, want verdict %v", c.name, cr.Rows, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "known-gaps.txt")
+	if err := os.WriteFile(path, []byte("alpha-2026-07-28 racy  # order-dependent: a race\nalpha-2026-07-28 steady  # not order-dependent: always\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := readKnownGaps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := k.forConfig("alpha-2026-07-28"); !g["racy"].OrderDependent || g["steady"].OrderDependent {
+		t.Errorf("OrderDependent: racy %v, steady %v; want true, false", g["racy"].OrderDependent, g["steady"].OrderDependent)
+	}
+}
+
 func TestReadKnownGaps(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "known-gaps.txt")
