@@ -68,7 +68,7 @@ type Options struct {
 // SharedClientCapabilities are offered to a server every client shares:
 // every client capability the gateway can route; a request for one the
 // calling client lacks is refused by the gateway with a clear error.
-var SharedClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
+var SharedClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}},"tasks":{"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}}`)
 
 // Add adds the server to the router of gw (not started). lookup resolves
 // the ${NAME} placeholders of a remote server's headers when it connects;

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
+	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 )
 
 // Defaults of the sandbox contract.
@@ -86,6 +87,7 @@ type gatewayFlags struct {
 	noAuth             bool
 	allowAnyAddress    bool
 	secretsFile        string
+	tasks              taskFlags
 	governance         governanceFlags
 	quota              quotaFlags
 }
@@ -108,6 +110,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.allowAnyAddress, "allow-any-address", false, "let remote servers resolve to any address, cloud-metadata and link-local ones included (default: those are refused, private and loopback ones allowed with a warning)")
 	fs.StringVar(&g.secretsFile, "secrets-file", "", "serve mode: a `file` (mode 0600) of NAME=value lines for ${NAME} placeholders in remote servers' headers, after the server's envs and the environment")
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
+	g.tasks.register(fs)
 	g.governance.register(fs)
 	g.telemetry.register(fs)
 	g.quota.register(fs, "the gateway")
@@ -151,6 +154,7 @@ func (g *gatewayFlags) args() []string {
 		"--log-level=" + g.logLevel,
 	}
 	a = append(a, g.http.args()...)
+	a = append(a, g.tasks.args()...)
 	a = append(a, g.governance.args()...)
 	a = append(a, g.telemetry.args()...)
 	a = append(a, g.quota.args()...)
@@ -266,4 +270,23 @@ func (f *httpFlags) server(handler http.Handler, ln net.Listener, logger *slog.L
 	srv.ConnState = limit.ConnState
 	srv.ConnContext = limit.ConnContext
 	return srv, limit.Listen(ln)
+}
+
+// taskFlags bound the tasks (2025-11-25) the gateway keeps per client.
+type taskFlags struct {
+	maxPerClient int
+	maxTTL       time.Duration
+}
+
+func (t *taskFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&t.maxPerClient, "max-tasks-per-client", gateway.DefaultMaxTasksPerClient, "tasks one client (a session; in host mode a sandbox) may hold; at the limit its oldest finished task is forgotten, else a new one is refused")
+	fs.DurationVar(&t.maxTTL, "task-ttl-max", gateway.DefaultMaxTaskTTL, "longest a task is kept after its creation; a longer ttl asked or granted is cut to it")
+}
+
+func (t *taskFlags) args() []string {
+	return []string{fmt.Sprintf("--max-tasks-per-client=%d", t.maxPerClient), "--task-ttl-max=" + t.maxTTL.String()}
+}
+
+func (t *taskFlags) options() gateway.TaskOptions {
+	return gateway.TaskOptions{MaxPerClient: t.maxPerClient, MaxTTL: t.maxTTL}
 }

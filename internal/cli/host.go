@@ -56,6 +56,7 @@ type hostFlags struct {
 	callTimeout, startTimeout     time.Duration
 	maxBody                       int64
 	maxResponse                   int
+	tasks                         taskFlags
 	serverEnv                     commaListFlag // more of the daemon's variables its servers get
 	http                          httpFlags
 	governance                    governanceFlags
@@ -78,6 +79,7 @@ func (f *hostFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxResponse, "max-response-bytes", 16<<20, "largest message accepted from a server")
 	fs.Var(&f.serverEnv, "server-env", "`names` of more of the daemon's environment variables its local servers get, beside the documented ones (docs/host.md), comma-separated or repeated; NAME_* takes a prefix")
 	f.http.register(fs)
+	f.tasks.register(fs)
 	f.governance.registerHost(fs)
 	f.telemetry.registerHost(fs)
 	f.quota.registerHost(fs)
@@ -236,6 +238,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		Attach:       flags.attachOptions(attach.HostEnv(os.Environ(), f.serverEnv...), guard, d.logger, d.logOut), // never the daemon's whole environment
 		Router:       gateway.RouterOptions{Prefix: d.prefix, CallTimeout: f.callTimeout},
 		Info:         gateway.Info{Name: "mcp-gateway", Version: version()},
+		Tasks:        f.tasks.options(),
 		StartTimeout: f.startTimeout,
 		MaxBodyBytes: f.maxBody,
 		Governance:   d.governance,

@@ -264,6 +264,7 @@ func newGateway(g *gatewayFlags, specs []mcpconfig.Server, fromLauncher bool, lo
 	mode, _ := prefixMode(g.toolPrefix)
 	router := gateway.NewRouter(gateway.RouterOptions{Logger: logger, Prefix: mode, CallTimeout: g.callTimeout})
 	gw := gateway.New(router, gateway.Info{Name: "mcp-gateway", Version: version()})
+	gw.Tasks = g.tasks.options()
 	if gw.Limits, err = g.quota.limits(); err != nil {
 		return nil, &configError{err}
 	}

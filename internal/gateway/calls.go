@@ -30,6 +30,12 @@ type call struct {
 // flight, the call is where the server's progress, log messages and
 // requests for this client go. end, when not nil, is told how it went.
 func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Stream, srv *server, params json.RawMessage, end *CallEnd) Reply {
+	return s.forwardOn(ctx, m, stream, srv, nil, params, end)
+}
+
+// forwardOn is forwardCall to a given upstream of srv (nil: the one
+// upstreamOf chooses), for a task's requests, which go where it runs.
+func (s *Session) forwardOn(ctx context.Context, m *wire.Message, stream Stream, srv *server, up Upstream, params json.RawMessage, end *CallEnd) Reply {
 	g := s.gw
 	timeout := g.Router.opts.CallTimeout
 	if srv.callTimeout > 0 {
@@ -51,13 +57,25 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 	if werr != nil {
 		return errorReply(werr)
 	}
+	tr, params, werr := g.requestTask(s, m.Method, params)
+	if werr != nil {
+		return errorReply(werr)
+	}
+	defer tr.release()
 	if c.gwToken != "" {
-		defer g.progress.Delete(c.gwToken)
+		defer func() {
+			if !tr.keepsProgress() { // a task's progress goes on after its call
+				g.progress.Delete(c.gwToken)
+			}
+		}()
 	}
 	s.track(c)
 	defer s.untrack(c)
 
-	up, err := s.upstreamOf(ctx, srv)
+	var err error
+	if up == nil {
+		up, err = s.upstreamOf(ctx, srv)
+	}
 	if err != nil {
 		if end != nil {
 			end.Err = err
@@ -81,6 +99,9 @@ func (s *Session) forwardCall(ctx context.Context, m *wire.Message, stream Strea
 			g.Router.lost(srv, err)
 		}
 		return failure(m, err)
+	}
+	if tr != nil && resp.Error == nil {
+		resp.Result = tr.adopt(c, up, resp.Result)
 	}
 	return Reply{Result: resp.Result, Error: resp.Error}
 }

@@ -26,6 +26,13 @@ type Gateway struct {
 	guarded guardCache
 	// Observer, when set (before serving), watches every forwarded call.
 	Observer Observer
+	// Tasks bound the tasks the gateway keeps for its clients (set before
+	// serving); see tasks.go.
+	Tasks TaskOptions
+	tasks taskTable
+
+	identityOnce sync.Once       // identityJSON: Info as serverInfo, encoded once
+	identityJSON json.RawMessage // (stateless.go, asGateway)
 
 	nextID   atomic.Uint64 // progress tokens and server-to-client request ids
 	progress sync.Map      // gateway progress token → *call

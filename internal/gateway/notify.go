@@ -95,6 +95,8 @@ func (g *Gateway) serverNotification(srv *server, method string, params json.Raw
 		_ = c.stream.Send(wire.AppendNotification(nil, method, params))
 	case "notifications/message":
 		g.logMessage(srv, params)
+	case "notifications/tasks/status":
+		g.taskStatus(srv.up, params)
 	case "notifications/tools/list_changed":
 		g.relist(srv, kindTools)
 	case "notifications/prompts/list_changed":

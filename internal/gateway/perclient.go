@@ -92,6 +92,10 @@ func (s *Session) hooksFor(srv *server) Hooks {
 	}
 	return Hooks{
 		OnNotification: func(method string, params json.RawMessage) {
+			if method == "notifications/tasks/status" {
+				g.taskStatus(s.ownUpstream(srv), params)
+				return
+			}
 			if method != "notifications/message" {
 				g.serverNotification(srv, method, params)
 				return
@@ -107,6 +111,9 @@ func (s *Session) hooksFor(srv *server) Hooks {
 			if method == "ping" {
 				return json.RawMessage(`{}`), nil
 			}
+			if res, werr, handled := g.serverTaskRequest(ctx, srv, method, params); handled {
+				return res, werr
+			}
 			if missing := s.lacks(method, params); missing != "" {
 				return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client did not declare the %s capability", method, missing)
 			}
@@ -115,7 +122,7 @@ func (s *Session) hooksFor(srv *server) Hooks {
 			if c != nil {
 				st = c.stream
 			}
-			return s.request(ctx, st, method, g.traceBack(c, params))
+			return g.askClient(ctx, s, srv, st, method, g.traceBack(c, params))
 		},
 	}
 }

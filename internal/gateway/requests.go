@@ -28,11 +28,24 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if method == "ping" {
 		return json.RawMessage(`{}`), nil
 	}
+	if res, werr, handled := g.serverTaskRequest(ctx, srv, method, params); handled {
+		return res, werr
+	}
+	params, taskSess := g.relatedTask(srv.up, params)
 	capability, known := clientCapabilityFor[method]
 	if !known {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
 	}
-	c, sess, err := g.targetOf(srv, method)
+	var (
+		c    *call
+		sess *Session
+		err  error
+	)
+	if taskSess != nil {
+		c, sess = taskSess.callOn(srv), taskSess // a request of a task goes to its client
+	} else {
+		c, sess, err = g.targetOf(srv, method)
+	}
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: %v", method, err)
 	}
@@ -62,7 +75,7 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if c != nil {
 		stream = c.stream
 	}
-	return sess.request(ctx, stream, method, params)
+	return g.askClient(ctx, sess, srv, stream, method, params)
 }
 
 // rootsAttribution is how long after a client says its roots changed a

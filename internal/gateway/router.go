@@ -634,6 +634,8 @@ func (r *Router) capabilities() map[string]any {
 			}
 			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
+		mergeTasks(caps, init)
+		mergeExtensions(caps, init)
 	}
 	return caps
 }

@@ -83,6 +83,7 @@ func (s *Session) Close() {
 		for _, up := range ups {
 			_ = up.Close()
 		}
+		g.forgetTasks(s)
 		close(s.done)
 	})
 }
@@ -212,6 +213,8 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		return s.complete(ctx, m, stream)
 	case "logging/setLevel":
 		return s.gw.setLevel(ctx, s, m.Params)
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
+		return s.handleTask(ctx, m, stream)
 	case "initialize":
 		return errorReply(wire.Errorf(wire.CodeInvalidRequest, "this session is already initialized; start a new session to initialize again"))
 	default:

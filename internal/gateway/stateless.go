@@ -60,6 +60,10 @@ func (g *Gateway) statelessSession(params json.RawMessage) *Session {
 // HandleStateless answers one request of the 2026-07-28 era. ctx ends when
 // the client closes the request's stream, which cancels the request.
 func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	return g.asGateway(g.handleStateless(ctx, m, stream))
+}
+
+func (g *Gateway) handleStateless(ctx context.Context, m *wire.Message, stream Stream) Reply {
 	// The session is this request's alone; it is not closed here, since a
 	// call waiting for the client's input outlives the request.
 	s := g.statelessSession(m.Params)
@@ -89,10 +93,12 @@ func (g *Gateway) HandleStateless(ctx context.Context, m *wire.Message, stream S
 
 // discover answers server/discover.
 func (g *Gateway) discover() Reply {
+	caps := g.Router.capabilities()
+	delete(caps, "tasks") // session-era tasks; 2026-07-28 has them as an extension, not served yet
 	res := map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": SupportedVersions,
-		"capabilities":      g.Router.capabilities(),
+		"capabilities":      caps,
 		"_meta":             map[string]any{MetaServerInfo: serverInfo{Name: g.Info.Name, Version: g.Info.Version}},
 		"ttlMs":             listTTLMillis,
 		"cacheScope":        cacheScope,
@@ -105,6 +111,34 @@ func (g *Gateway) discover() Reply {
 		return errorReply(wire.Errorf(wire.CodeInternalError, "encoding the discover result: %v", err))
 	}
 	return Reply{Result: b}
+}
+
+// asGateway names the gateway in a result's _meta
+// (io.modelcontextprotocol/serverInfo), as server/discover does: a
+// 2026-07-28 client talks to the gateway, whichever server (of either era)
+// answered. A server's own identity there is replaced, the rest of _meta
+// kept.
+func (g *Gateway) asGateway(r Reply) Reply {
+	if r.Result == nil || len(r.Result) == 0 || r.Result[0] != '{' {
+		return r
+	}
+	ours := g.identity()
+	meta := wire.Get(r.Result, "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		meta = json.RawMessage(`{}`)
+	}
+	if meta, err := wire.Set(meta, MetaServerInfo, ours); err == nil {
+		if res, err := wire.Set(r.Result, "_meta", meta); err == nil {
+			r.Result = res
+		}
+	}
+	return r
+}
+
+// identity is the gateway's serverInfo, encoded once.
+func (g *Gateway) identity() json.RawMessage {
+	g.identityOnce.Do(func() { g.identityJSON = mustJSON(serverInfo{Name: g.Info.Name, Version: g.Info.Version}) })
+	return g.identityJSON
 }
 
 // complete marks a result of a session-era server the way the 2026-07-28 era

@@ -43,6 +43,8 @@ type Options struct {
 	Router gateway.RouterOptions
 	// Info is the gateway's name and version as clients see it.
 	Info gateway.Info
+	// Tasks bound each sandbox's tasks; they belong to the sandbox (PerGateway is set).
+	Tasks gateway.TaskOptions
 	// StartTimeout bounds the first start of a sandbox's servers and a
 	// live load; 0 means 60 s.
 	StartTimeout time.Duration
@@ -312,6 +314,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	router := gateway.NewRouter(h.opts.Router)
 	sb := &sandbox{name: rec.Name, mode: rec.Mode, gw: gateway.New(router, h.opts.Info), unattached: map[string]string{}}
 	sb.gw.Guard = h.guardFor(sb)
+	sb.gw.Tasks, sb.gw.Tasks.PerGateway = h.opts.Tasks, true
 	sb.gw.Limits = h.opts.Limits
 	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
 	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget

@@ -41,7 +41,13 @@ func runTestServer() {
 	if os.Getenv("E2E_SERVER_MODERN_ONLY") != "" {
 		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}}
 	}
+	if ext := os.Getenv("E2E_SERVER_EXTENSIONS"); ext != "" {
+		opts = withExtensions(opts, ext)
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "e2e-test-server", Version: "1"}, opts)
+	if os.Getenv("E2E_SERVER_EXTENSIONS") != "" {
+		addClientCapsTool(s)
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_name", Description: "Asks the user's name (a 2026-07-28 input request), then greets."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			if r, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult); ok && r != nil && r.Action == "accept" {
