@@ -119,7 +119,7 @@ func (g *Gateway) discover() Reply {
 // answered. A server's own identity there is replaced, the rest of _meta
 // kept.
 func (g *Gateway) asGateway(r Reply) Reply {
-	if r.Result == nil || len(r.Result) == 0 || r.Result[0] != '{' {
+	if len(r.Result) == 0 || r.Result[0] != '{' {
 		return r
 	}
 	ours := g.identity()
