@@ -149,17 +149,29 @@ func (r *Router) resourceItem(srv *server, uri string) GuardItem {
 	return gi
 }
 
-// forbidder is a Guard that can tell quietly (no audit, nobody asked)
-// whether a forbid refuses a use of an item (internal/policy's Guard).
-type forbidder interface {
-	Forbids(c *GuardCall) bool
+// Restriction is how a guard's policies hold a use of an item, from the
+// least to the most restrictive; it compares the candidates of a resource
+// URI (decideCandidates).
+type Restriction int
+
+const (
+	Unrestricted  Restriction = iota // permitted (or left to the default)
+	NeedsApproval                    // a matching permit requires approval
+	Forbidden                        // a matching forbid refuses it
+)
+
+// restricter is a Guard that can tell quietly (no audit, nobody asked) how
+// its policies hold a use of an item (internal/policy's Guard).
+type restricter interface {
+	Restricts(c *GuardCall) Restriction
 }
 
 // decideCandidates makes a resource call decided by every listed resource
 // and template its server could resolve the URI to (resourceCandidates):
-// the first a forbid refuses becomes the call's Template, which the guard
-// honours (its forbid refuses the call, and is named in the error and the
-// audit record). A guard that cannot tell a forbid from the default is
+// the most restrictive (the first a forbid refuses, else the first whose
+// permit requires approval) becomes the call's Template, which the guard
+// honours (its forbid refuses the call, its approval is asked, and it is
+// named in the error and the audit record). A guard that cannot tell is
 // given the first candidate, when the call has no Template yet.
 func (g *Gateway) decideCandidates(c *GuardCall) {
 	if c.Kind != GuardResource || c.settled {
@@ -170,20 +182,26 @@ func (g *Gateway) decideCandidates(c *GuardCall) {
 	if len(candidates) == 0 {
 		return
 	}
-	f, ok := g.Guard.(forbidder)
+	f, ok := g.Guard.(restricter)
 	if !ok {
 		if c.Template == "" {
 			c.Template = candidates[0]
 		}
 		return
 	}
+	strictest, chosen := Unrestricted, ""
 	for _, name := range candidates {
 		probe := *c
 		probe.GuardItem = GuardItem{Kind: GuardResource, Server: c.Server, Name: name}
-		if f.Forbids(&probe) {
-			c.Template = name
-			return
+		if r := f.Restricts(&probe); r > strictest {
+			strictest, chosen = r, name
+			if r == Forbidden {
+				break
+			}
 		}
+	}
+	if chosen != "" {
+		c.Template = chosen
 	}
 }
 

@@ -158,10 +158,13 @@ func (f *uriServer) Call(ctx context.Context, method string, params json.RawMess
 // internal/policy's Guard does), and refuses a call whose Template it denies.
 type forbidGuard struct{ denyGuard }
 
-func (g *forbidGuard) Forbids(c *GuardCall) bool {
+func (g *forbidGuard) Restricts(c *GuardCall) Restriction {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.denied[g.key(c.GuardItem)]
+	if g.denied[g.key(c.GuardItem)] {
+		return Forbidden
+	}
+	return Unrestricted
 }
 
 func (g *forbidGuard) Admit(ctx context.Context, c *GuardCall) (func(Reply), *wire.Error) {

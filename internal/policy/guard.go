@@ -141,14 +141,18 @@ func (g *Guard) Permits(c *gateway.GuardCall) bool {
 	return d.Allow && d.Approval == ""
 }
 
-// decide decides a request; a resource read through a template the
-// policies forbid is refused by that forbid, whatever its URI's decision.
+// decide decides a request; a resource read through a template is held
+// by the template's policies too: refused by its forbid, or asked for
+// approval by its permit's @requireApproval, whatever its URI's decision.
 func (g *Guard) decide(set *Set, req *Request, it gateway.GuardItem) Decision {
 	d := set.Decide(req)
 	if d.Allow && it.Template != "" && set != nil {
 		t := *req
 		t.Name = it.Template
-		if td := set.Decide(&t); !td.Allow && !td.Default {
+		switch td := set.Decide(&t); {
+		case !td.Allow && !td.Default:
+			return td
+		case td.Allow && td.Approval != "" && d.Approval == "":
 			return td
 		}
 	}

@@ -212,3 +212,46 @@ func listenAgreed(ctx context.Context, t *testing.T, g *gw, uris []string) []str
 	t.Fatalf("subscriptions/listen: status %d, no acknowledgement (%v)", resp.StatusCode, sc.Err())
 	return nil
 }
+
+// A template's @requireApproval holds for every URI the server could
+// resolve to it, as its forbid does: a variant the gateway's own matcher
+// would not take for the template is read only once a person approves.
+func TestResourceURIVariantsAskTheTemplatesApproval(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	standIn, err := filepath.Abs("testdata/fastmcp_standin.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startServe(t, fmt.Sprintf(`{"fastmcp": {"runCmd": %q}}`, "python3 "+standIn), "--policy-file", writePolicy(t, `@id("ask-profiles")
+@requireApproval("profiles are personal")
+permit(principal, action == MCP::Action::"readResource", resource == MCP::Resource::"users://{id}/profile");
+`))
+	for _, era := range bothEras {
+		t.Run(era, func(t *testing.T) {
+			var asked []string
+			c := mcp.NewClient(&mcp.Implementation{Name: "e2e-uri-approval", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				},
+			})
+			cs := connectClient(ctx, t, g.gw, c, era)
+			for _, uri := range []string{"users://7/profile", "users://7/profile?x=1", "users://7/profile/", "users://a@b/profile", "USERS://7/profile"} {
+				asked = nil
+				res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+				if err == nil || !strings.Contains(err.Error(), "approval was denied") {
+					t.Errorf("reading %s, approval declined: %v %s; want it refused as declined", uri, err, contents(res))
+				}
+				if len(asked) != 1 || !strings.Contains(asked[0], "profiles are personal") {
+					t.Errorf("reading %s: the person was asked %q; want one question giving the policy's reason", uri, asked)
+				}
+			}
+			asked = nil
+			res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes://public"})
+			if err != nil || !strings.Contains(contents(res), "the public note") || len(asked) != 0 {
+				t.Errorf("reading notes://public: %v %s, asked %q; want it read without a question", err, contents(res), asked)
+			}
+		})
+	}
+}
