@@ -1366,9 +1366,15 @@ func postModern(ctx context.Context, t *testing.T, g *gw, method, name string, i
 // returns the HTTP status and the answer.
 func postModernAs(ctx context.Context, t *testing.T, g *gw, caps map[string]any, method, name string, id int, params map[string]any) (int, map[string]any) {
 	t.Helper()
+	return postModernFromAs(ctx, t, g, "raw", caps, method, name, id, params)
+}
+
+// postModernFromAs is postModernAs from a client named client.
+func postModernFromAs(ctx context.Context, t *testing.T, g *gw, client string, caps map[string]any, method, name string, id int, params map[string]any) (int, map[string]any) {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    modernEra,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": client, "version": "1"},
 		"io.modelcontextprotocol/clientCapabilities": caps,
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})

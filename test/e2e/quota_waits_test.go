@@ -19,43 +19,10 @@ import (
 
 // postModernFrom sends one raw 2026-07-28 request from a client named
 // client that declares form elicitation, and returns its JSON-RPC answer
-// (the last event of an SSE stream).
+// (the last event of an SSE stream), whatever the HTTP status.
 func postModernFrom(ctx context.Context, t *testing.T, g *gw, client, method, name string, id int, params map[string]any) map[string]any {
 	t.Helper()
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    modernEra,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": client, "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	req, err := http.NewRequestWithContext(ctx, "POST", g.url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{
-		"Authorization": "Bearer " + g.token, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": modernEra, "Mcp-Method": method, "Mcp-Name": name,
-	} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	msg := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(raw), "\n") {
-			if d, ok := strings.CutPrefix(line, "data:"); ok {
-				msg = []byte(strings.TrimSpace(d))
-			}
-		}
-	}
-	var out map[string]any
-	if err := json.Unmarshal(msg, &out); err != nil {
-		t.Fatalf("%s from %s: status %d, answer %q: %v", method, client, resp.StatusCode, raw, err)
-	}
+	_, out := postModernFromAs(ctx, t, g, client, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}, method, name, id, params)
 	return out
 }
 
