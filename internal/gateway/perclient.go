@@ -74,16 +74,7 @@ func (s *Session) upstreamFor(ctx context.Context, srv *server) (Upstream, error
 // client, on the stream of its call in flight on that server when there is one.
 func (s *Session) hooksFor(srv *server) Hooks {
 	g := s.gw
-	callOn := func() *call {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.calls {
-			if c.server == srv {
-				return c
-			}
-		}
-		return nil
-	}
+	callOn := func() *call { return s.callOn(srv) }
 	callStream := func() Stream {
 		if c := callOn(); c != nil {
 			return c.stream
