@@ -23,7 +23,7 @@ started and its tools listed, /mcp served behind the bearer token from
 On failure the whole process group is stopped, the token file removed, and the
 reason with the tail of the log is printed; the exit code is non-zero.
 
-Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr)
+`+commandList()+`Run 'mcp-gateway <command> --help' for a command's flags.`, stderr)
 	var g gatewayFlags
 	g.register(fs)
 	g.registerHTTP(fs)
