@@ -14,10 +14,14 @@ STATICCHECK_VERSION := v0.8.2
 build:
 	$(GO) build -o bin/mcp-gateway ./cmd/mcp-gateway
 
+# make run PORT=50006 serves on another port (when 50005 is taken); the
+# environment's PORT is not taken (servers use that name for their own).
+PORT = 50005
 run: build
 	@mkdir -p .run
-	@echo "mcp-gateway on http://127.0.0.1:50005/mcp; bearer token in .run/token (Ctrl-C stops it)"
-	./bin/mcp-gateway serve --config-file examples/default.json --host 127.0.0.1 --port 50005 \
+	@echo "mcp-gateway on http://127.0.0.1:$(PORT)/mcp; bearer token in .run/token (Ctrl-C stops it). Try it from a second terminal:"
+	@echo '  npx -y @modelcontextprotocol/inspector@2.12.0 --cli http://127.0.0.1:$(PORT)/mcp --header "Authorization: Bearer $$(cat .run/token)" --method tools/list'
+	./bin/mcp-gateway serve --config-file examples/default.json --host 127.0.0.1 --port $(PORT) \
 		--token-file .run/token --github-dir .run/github
 
 # npm ci installs the pinned MCP servers, clients and Node 22 the tests use.
