@@ -182,7 +182,6 @@ type initializeResult struct {
 // Handle answers one request of the session's client. Messages that belong
 // to the request and come before its answer are written to stream.
 func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Reply {
-	r := s.gw.Router
 	switch m.Method {
 	case "ping":
 		return emptyResult
@@ -193,16 +192,14 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		}
 		return Reply{Result: res}
 	case "tools/call":
-		return s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s")
+		if isAppCall(m.Params) { // apps.go: an app's calls go to its own server
+			return s.appCall(ctx, m, stream)
+		}
+		return s.gw.Router.appResult(m.Params, s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s"))
 	case "prompts/get":
 		return s.callNamed(ctx, m, stream, kindPrompts, "Unknown prompt: %s")
 	case "resources/read":
-		uri, _ := wire.GetString(m.Params, "uri")
-		srv := r.resourceServer(uri)
-		if srv == nil {
-			return errorReply(s.resourceNotFound(uri))
-		}
-		return s.guarded(ctx, m, stream, r.resourceItem(srv, uri), route{srv: srv, params: m.Params})
+		return s.readResource(ctx, m, stream) // apps.go: renamed ui:// URIs
 	case "resources/subscribe":
 		return s.gw.subscribe(ctx, s, m.Params, m, stream)
 	case "resources/unsubscribe":
