@@ -123,6 +123,51 @@ func TestAppsThroughTheGateway(t *testing.T) {
 	}
 }
 
+// TestAppsPolicy: policy decides an app's own call as a call of its
+// server's real tool: a forbid of MCP::Tool::"vanilla/get-time" refuses the
+// vanillajs app's call of get-time (and the exposed vanilla_get-time), not
+// the preact app's, and the audit log names the server's tool.
+func TestAppsPolicy(t *testing.T) {
+	policy := writePolicy(t, `@id("no-vanilla-time")
+forbid(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"vanilla/get-time");
+`)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := startServe(t, fmt.Sprintf(`{"preact": {"runCmd": %q}, "vanilla": {"runCmd": %q}}`,
+		filepath.Join(npmBin, "mcp-server-basic-preact")+" --stdio",
+		filepath.Join(npmBin, "mcp-server-basic-vanillajs")+" --stdio"),
+		"--policy-file", policy, "--audit-file", audit)
+	for _, era := range []string{"2025-11-25", ""} {
+		t.Run("era="+era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cs := s.connectEra(ctx, era)
+			for _, c := range []struct {
+				name string
+				meta mcp.Meta
+			}{
+				{"get-time", mcp.Meta{appsMeta: appsRenamedURI}},
+				{"vanilla_get-time", nil},
+			} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: map[string]any{}, Meta: c.meta})
+				if err != nil || !res.IsError || res.Meta[deniedMeta] == nil || !strings.Contains(text(res), `forbidden by policy "no-vanilla-time"`) {
+					t.Errorf("calling %s with _meta %v: %v %v, want refused by no-vanilla-time", c.name, c.meta, err, res)
+				}
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get-time", Arguments: map[string]any{}, Meta: mcp.Meta{appsMeta: appsOriginalURI}})
+			if err != nil || res.IsError || res.StructuredContent != nil {
+				t.Errorf("the preact app's get-time: %v %v, want the preact server's answer", err, res)
+			}
+		})
+	}
+	recs := auditRecords(t, audit)
+	if findRecord(recs, map[string]any{"type": "call", "server": "vanilla", "name": "get-time", "decision": "deny", "outcome": "denied"}) == nil {
+		t.Errorf("no denied record of vanilla/get-time in the audit log: %v", recs)
+	}
+	if findRecord(recs, map[string]any{"type": "call", "server": "preact", "name": "get-time", "decision": "allow", "outcome": "ok"}) == nil {
+		t.Errorf("no allowed record of preact/get-time in the audit log: %v", recs)
+	}
+}
+
 // TestAppsInABrowser renders both colliding apps in headless Chromium,
 // through a small host page built on ext-apps' AppBridge, in both eras:
 // each iframe shows its own server's page, and the tool call each app
