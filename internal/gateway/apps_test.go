@@ -301,3 +301,69 @@ func replyErr(r Reply) *wire.Error {
 	}
 	return wire.DecodeError(r.Error)
 }
+
+// resourcesUpstream lists the resources it is given, and no tools.
+type resourcesUpstream struct {
+	fakeUpstream
+	mu        sync.Mutex
+	resources string
+}
+
+func (f *resourcesUpstream) InitializeResult() json.RawMessage {
+	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"resources":{"listChanged":true}},"serverInfo":{"name":"r","version":"1"}}`)
+}
+
+func (f *resourcesUpstream) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch method {
+	case "resources/list":
+		return &wire.Response{Result: json.RawMessage(`{"resources":[` + f.resources + `]}`)}, nil
+	case "resources/templates/list":
+		return &wire.Response{Result: json.RawMessage(`{"resourceTemplates":[]}`)}, nil
+	}
+	return &wire.Response{Error: json.RawMessage(`{"code":-32601,"message":"nope"}`)}, nil
+}
+
+// TestAppURIsFollowResourceChanges: when a server that sorts first starts
+// listing a ui:// URI another server's tool names, re-listing its resources
+// alone renames the other's URI in that tool's definition too (and back).
+func TestAppURIsFollowResourceChanges(t *testing.T) {
+	aapp := &resourcesUpstream{fakeUpstream: fakeUpstream{name: "aapp"}}
+	bapp := newAppUpstream("bapp")
+	g := gatewayWith(t, RouterOptions{}, aapp, bapp)
+	r := g.Router
+	uriOf := func() string {
+		for _, it := range r.view(kindTools).items {
+			if it.server.name == "bapp" && it.original == "get-time" {
+				ui := wire.Get(wire.Get(it.def, "_meta"), "ui")
+				u, _ := wire.GetString(ui, "resourceUri")
+				return u
+			}
+		}
+		return ""
+	}
+	if got := uriOf(); got != appURI {
+		t.Fatalf("before: bapp's get-time names %q", got)
+	}
+	relist := func() {
+		if err := r.list(context.Background(), r.server("aapp"), kindResources, kindTemplates); err != nil {
+			t.Fatal(err)
+		}
+		r.rebuild(kindResources, kindTemplates)
+	}
+	aapp.mu.Lock()
+	aapp.resources = `{"uri":"` + appURI + `","name":"a"}`
+	aapp.mu.Unlock()
+	relist()
+	if got := uriOf(); got != "ui://bapp.get-time/mcp-app.html" {
+		t.Errorf("after aapp lists %s: bapp's get-time names %q, want ui://bapp.get-time/mcp-app.html", appURI, got)
+	}
+	aapp.mu.Lock()
+	aapp.resources = ``
+	aapp.mu.Unlock()
+	relist()
+	if got := uriOf(); got != appURI {
+		t.Errorf("after aapp no longer lists it: bapp's get-time names %q", got)
+	}
+}
