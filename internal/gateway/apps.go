@@ -497,3 +497,25 @@ func appendMissing(ks []*listKind, add ...*listKind) []*listKind {
 	}
 	return out
 }
+
+// CallParamHeaders returns the argument headers (Mcp-Param-*) of the tool a
+// tools/call's params name: for a call an app makes (_meta[MetaApp]), the
+// tool of the app's own server, which the call reaches.
+func (g *Gateway) CallParamHeaders(params json.RawMessage) []ParamHeader {
+	name, _ := wire.GetString(params, "name")
+	if !isAppCall(params) {
+		return g.ParamHeaders(name)
+	}
+	app, _, _, werr := appMeta(params)
+	if werr != nil {
+		return nil // refused when it is handled
+	}
+	srv, werr := g.Router.appServer("tools/call", app)
+	if werr != nil {
+		return nil
+	}
+	if it := g.Router.toolOf(srv, name); it != nil {
+		return it.paramHeaders()
+	}
+	return nil
+}

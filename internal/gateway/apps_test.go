@@ -367,3 +367,29 @@ func TestAppURIsFollowResourceChanges(t *testing.T) {
 		t.Errorf("after aapp no longer lists it: bapp's get-time names %q", got)
 	}
 }
+
+// headerApp is an app server whose get-time mirrors an argument into a header.
+type headerApp struct{ *appUpstream }
+
+func (f headerApp) Call(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+	if method == "tools/list" {
+		return &wire.Response{Result: json.RawMessage(`{"tools":[{"name":"get-time","inputSchema":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}},"_meta":` + appToolMeta + `}]}`)}, nil
+	}
+	return f.appUpstream.Call(ctx, method, params)
+}
+
+// TestAppCallParamHeaders: the Mcp-Param-* headers of an app's call are
+// those of its own server's tool, the one the call reaches.
+func TestAppCallParamHeaders(t *testing.T) {
+	g := gatewayWith(t, RouterOptions{}, newAppUpstream("bapp"), headerApp{newAppUpstream("papp")})
+	if got := g.CallParamHeaders(json.RawMessage(`{"name":"get-time"}`)); len(got) != 0 {
+		t.Errorf("bapp's get-time: headers %v, want none", got)
+	}
+	got := g.CallParamHeaders(json.RawMessage(`{"name":"get-time","_meta":{"` + MetaApp + `":"ui://papp.get-time/mcp-app.html"}}`))
+	if len(got) != 1 || got[0].Name != "Zone" || !slices.Equal(got[0].Path, []string{"zone"}) {
+		t.Errorf("papp's app calling get-time: headers %v, want papp's Zone", got)
+	}
+	if got := g.CallParamHeaders(json.RawMessage(`{"name":"get-time","_meta":{"` + MetaApp + `":"ui://nobody"}}`)); len(got) != 0 {
+		t.Errorf("an unknown app: headers %v, want none (the call is refused)", got)
+	}
+}
