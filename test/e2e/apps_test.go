@@ -191,6 +191,16 @@ func TestAppsInABrowser(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			ctx := browser(t, chromium)
 			page := host + "/?" + url.Values{"token": {s.token}, "era": {era}}.Encode()
+			defer func() { // the whole page, to see what went wrong
+				if t.Failed() {
+					if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+						path := filepath.Join(outDir, era+"-failed.png")
+						if os.WriteFile(path, png, 0o644) == nil {
+							t.Logf("screenshot of the failed page: %s", path)
+						}
+					}
+				}
+			}()
 			if err := chromedp.Do(ctx,
 				chromedp.Navigate(page),
 				discard(chromedp.Poll[bool](`window.hostState && (window.hostState.errors.length > 0 || window.hostState.ready &&
