@@ -182,6 +182,7 @@ type initializeResult struct {
 // Handle answers one request of the session's client. Messages that belong
 // to the request and come before its answer are written to stream.
 func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Reply {
+	r := s.gw.Router
 	switch m.Method {
 	case "ping":
 		return emptyResult
@@ -195,7 +196,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		if isAppCall(m.Params) { // apps.go: an app's calls go to its own server
 			return s.appCall(ctx, m, stream)
 		}
-		return s.gw.Router.appResult(m.Params, s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s"))
+		return r.appResult(m.Params, s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s"))
 	case "prompts/get":
 		return s.callNamed(ctx, m, stream, kindPrompts, "Unknown prompt: %s")
 	case "resources/read":
