@@ -84,6 +84,7 @@ type Router struct {
 	// sorted-order rule only, so a listing during start claims nothing.
 	claiming     atomic.Bool
 	slowestStart time.Duration
+	apps         atomic.Pointer[appURIs] // who owns each ui:// URI (apps.go); set by rebuild
 
 	closed   chan struct{} // closed by Close: background retries stop
 	closeMu  sync.Once
@@ -584,6 +585,11 @@ func hasCapability(initResult json.RawMessage, name string) bool {
 func (r *Router) rebuild(ks ...*listKind) {
 	r.rebuildMu.Lock()
 	var changed []*listKind
+	// A ui:// URI renamed or no longer renamed changes the tools naming it.
+	apps, appsChanged := r.refreshApps()
+	if appsChanged {
+		ks = appendMissing(ks, kindTools, kindResources)
+	}
 	for _, k := range ks {
 		servers := r.all()
 		lists := make([]serverItems, len(servers))
@@ -591,12 +597,16 @@ func (r *Router) rebuild(ks ...*listKind) {
 			s.mu.Lock()
 			lists[i] = serverItems{server: s, items: s.items[k.index]}
 			s.mu.Unlock()
+			lists[i].items = apps.rewriteItems(k, s, lists[i].items)
 		}
 		var claims nameClaims
 		if r.claiming.Load() {
 			claims = r.claims[k.index]
 		}
 		v := buildView(lists, k, r.opts, claims)
+		if k == kindResources {
+			apps.restoreOriginals(v)
+		}
 		for _, w := range v.warnings {
 			r.log.Warn(w)
 		}
