@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/launch"
@@ -29,6 +30,7 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 	g.registerHTTP(fs)
 	pidFile := fs.String("pid-file", defaultPIDFile, "pid `file` of the running gateway")
 	logFile := fs.String("log-file", defaultLogFile, "log `file`: the gateway's lines and every server's stderr, prefixed [<server>]")
+	agent := fs.String("agent", "", "once ready, also print the configuration `agent` needs to use the gateway ("+strings.Join(agentNames, ", ")+"; see docs/agents.md)")
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -38,6 +40,9 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 	}
 
 	cfg, err := launcherConfig(fs, &g, *logFile)
+	if err == nil && *agent != "" {
+		_, err = agentFor(*agent, agentEndpoint{})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
@@ -47,7 +52,11 @@ Commands: serve, catalog, pull, version (mcp-gateway <command> --help).`, stderr
 		token = newToken()
 	}
 	os.Unsetenv(tokenEnv)
-	return launchServing(&g, cfg, token, *pidFile, *logFile, stdout, stderr)
+	var ready func(port int)
+	if *agent != "" {
+		ready = func(port int) { launcherAgent(*agent, &g, port, stdout, stderr) }
+	}
+	return launchServing(&g, cfg, token, *pidFile, *logFile, stdout, stderr, ready)
 }
 
 // launcherConfig checks the launcher's flags, sets its governance
@@ -65,8 +74,9 @@ func launcherConfig(fs *flag.FlagSet, g *gatewayFlags, logFile string) ([]byte, 
 }
 
 // launchServing starts the serving process, checks the configuration
-// meanwhile, hands it over and waits until the gateway is ready.
-func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, stdout, stderr io.Writer) int {
+// meanwhile, hands it over and waits until the gateway is ready; then
+// ready, if any, is called with the port it serves on.
+func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, stdout, stderr io.Writer, ready func(port int)) int {
 	// The serving process starts up while the configuration is checked: it
 	// waits for its handoff, and nothing is handed over or written unless
 	// the whole configuration is valid.
@@ -96,6 +106,9 @@ func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, 
 		return exitError
 	}
 	fmt.Fprintf(stdout, "MCP gateway is ready on port %d (pid %d)\n", res.Port, res.PID)
+	if ready != nil {
+		ready(res.Port)
+	}
 	return exitOK
 }
 

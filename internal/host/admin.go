@@ -656,6 +656,9 @@ type SandboxSummary struct {
 	Servers []string                        `json:"servers,omitempty"`
 	Status  map[string]gateway.ServerStatus `json:"status,omitempty"`
 	Created time.Time                       `json:"created"`
+	// URL is the endpoint its clients reach (sandbox connect prints
+	// agents' configurations for it).
+	URL string `json:"url,omitempty"`
 }
 
 // Sandboxes lists the sandboxes, sorted by name.
@@ -669,7 +672,7 @@ func (h *Host) Sandboxes() []SandboxSummary {
 		for server, why := range sb.unattachedNow() {
 			status[server] = gateway.ServerStatus{State: "failed", LastError: why}
 		}
-		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created})
+		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created, URL: h.opts.URL})
 	}
 	return out
 }

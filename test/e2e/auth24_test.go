@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,10 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/BurntSushi/toml"
 )
 
 // pathRecorder is a reverse proxy in front of a gateway that records the
@@ -108,5 +114,227 @@ func TestAuth24WrongTokenIsNotOAuth(t *testing.T) {
 	}
 	if len(rec.seen()) == 0 {
 		t.Errorf("the inspector sent nothing to the gateway")
+	}
+}
+
+// agentFiles are the project-level files --write puts each agent's
+// configuration in.
+var agentFiles = map[string]string{
+	"claude":   ".mcp.json",
+	"codex":    ".codex/config.toml",
+	"gemini":   ".gemini/settings.json",
+	"opencode": "opencode.json",
+	"vscode":   ".vscode/mcp.json",
+	"cursor":   ".cursor/mcp.json",
+}
+
+// agentServer parses an agent's configuration in that agent's format and
+// returns the gateway server's URL and the Authorization header as the
+// agent would send it, the token reference resolved from token (VS Code's
+// input: what the person types at its prompt).
+func agentServer(t *testing.T, agent string, doc []byte, token string) (url, auth string) {
+	t.Helper()
+	if agent == "codex" {
+		var cfg struct {
+			MCPServers map[string]struct {
+				URL               string            `toml:"url"`
+				BearerTokenEnvVar string            `toml:"bearer_token_env_var"`
+				HTTPHeaders       map[string]string `toml:"http_headers"`
+			} `toml:"mcp_servers"`
+		}
+		if _, err := toml.Decode(string(doc), &cfg); err != nil {
+			t.Fatalf("codex: the configuration is not TOML: %v\n%s", err, doc)
+		}
+		srv := cfg.MCPServers["mcp-gateway"]
+		if srv.BearerTokenEnvVar == "MCP_GATEWAY_TOKEN" {
+			return srv.URL, "Bearer " + token
+		}
+		return srv.URL, srv.HTTPHeaders["Authorization"]
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(doc, &cfg); err != nil {
+		t.Fatalf("%s: the configuration is not JSON: %v\n%s", agent, err, doc)
+	}
+	servers := map[string]string{"vscode": "servers", "opencode": "mcp"}[agent]
+	if servers == "" {
+		servers = "mcpServers"
+	}
+	m, _ := cfg[servers].(map[string]any)
+	if agent == "opencode" {
+		m, _ = m["servers"].(map[string]any)
+	}
+	srv, _ := m["mcp-gateway"].(map[string]any)
+	if srv == nil {
+		t.Fatalf("%s: no mcp-gateway server in %s", agent, doc)
+	}
+	url, _ = srv["url"].(string)
+	if agent == "gemini" {
+		url, _ = srv["httpUrl"].(string)
+	}
+	headers, _ := srv["headers"].(map[string]any)
+	auth, _ = headers["Authorization"].(string)
+	ref := map[string]string{
+		"claude": "${MCP_GATEWAY_TOKEN}", "gemini": "${MCP_GATEWAY_TOKEN}", "opencode": "{env:MCP_GATEWAY_TOKEN}",
+		"cursor": "${env:MCP_GATEWAY_TOKEN}", "vscode": "${input:mcp-gateway-token}",
+	}[agent]
+	return url, strings.Replace(auth, ref, token, 1)
+}
+
+// toolsThrough connects as the agent would, with url and the Authorization
+// value auth, and lists the tools.
+func toolsThrough(t *testing.T, url, auth string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		t.Fatalf("Authorization %q is not a bearer token", auth)
+	}
+	g := &gw{t: t, url: url, token: token, dir: t.TempDir()}
+	return toolNames(ctx, t, g.connect(ctx))
+}
+
+// Configs for the agents people use (issue 24): `sandbox connect NAME
+// --agent A` prints what each agent needs, in its own format, referencing
+// the token through an environment variable (VS Code: its password
+// input); the configuration, with the token the person supplies, really
+// reaches the sandbox. --write merges it into the agent's project file in
+// the current directory; --inline-token writes the token there, 0600.
+func TestAuth24SandboxConnectAgents(t *testing.T) {
+	h := startHost(t, t.TempDir())
+	out := h.mustCLI("", "sandbox", "create", "agent-1", "--json")
+	var created struct{ Token, URL string }
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(dir, stdin string, args ...string) (string, string, int) {
+		cmd := exec.Command(gatewayBin, append([]string{"sandbox", "connect", "agent-1"}, args...)...)
+		cmd.Env = append(os.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		return o.String(), e.String(), exitCode(err)
+	}
+	for _, agent := range []string{"claude", "codex", "gemini", "opencode", "vscode", "cursor"} {
+		t.Run(agent, func(t *testing.T) {
+			doc, notes, code := connect(t.TempDir(), "", "--agent", agent)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, doc, notes)
+			}
+			if strings.Contains(doc, created.Token) || strings.Contains(notes, created.Token) {
+				t.Errorf("the token is printed, though the host keeps only its hash:\n%s%s", doc, notes)
+			}
+			url, auth := agentServer(t, agent, []byte(doc), created.Token)
+			if url != created.URL {
+				t.Errorf("URL %q, want the sandbox's %q", url, created.URL)
+			}
+			if names := toolsThrough(t, url, auth); !slices.Contains(names, "mcp-find") {
+				t.Errorf("through %s's configuration: tools %v, want the dynamic sandbox's mcp-find", agent, names)
+			}
+			if !strings.Contains(notes, agentFiles[agent]) {
+				t.Errorf("the notes do not say where the file goes (%s):\n%s", agentFiles[agent], notes)
+			}
+			if agent != "vscode" && !strings.Contains(notes, "export MCP_GATEWAY_TOKEN=") {
+				t.Errorf("the notes do not say how the token reaches the agent:\n%s", notes)
+			}
+			if agent == "claude" && !strings.Contains(notes, "claude mcp add --transport http --scope project mcp-gateway "+created.URL+" --header 'Authorization: Bearer ${MCP_GATEWAY_TOKEN}'") {
+				t.Errorf("no claude mcp add command:\n%s", notes)
+			}
+
+			// --write, into a project that has a configuration already.
+			dir := t.TempDir()
+			path := filepath.Join(dir, agentFiles[agent])
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			before := `{"mcpServers": {"other": {"command": "x"}}, "servers": {"other": {"command": "x"}}, "mcp": {"servers": {"other": {"type": "local", "command": ["x"]}}}}`
+			if agent == "codex" {
+				before = "[mcp_servers.other]\ncommand = \"x\"\n"
+			}
+			os.WriteFile(path, []byte(before), 0o644)
+			if out, errOut, code := connect(dir, "", "--agent", agent, "--write"); code != 0 || !strings.Contains(out, "wrote server \"mcp-gateway\" to "+path) {
+				t.Fatalf("--write: exit %d\n%s%s", code, out, errOut)
+			}
+			written, _ := os.ReadFile(path)
+			if url, auth := agentServer(t, agent, written, created.Token); url != created.URL || !slices.Contains(toolsThrough(t, url, auth), "mcp-find") {
+				t.Errorf("the written %s does not reach the sandbox:\n%s", path, written)
+			}
+			if !strings.Contains(string(written), "other") {
+				t.Errorf("--write dropped the file's other server:\n%s", written)
+			}
+
+			// --inline-token: the token in the file, which is 0600.
+			dir = t.TempDir()
+			if out, errOut, code := connect(dir, created.Token+"\n", "--agent", agent, "--write", "--inline-token"); code != 0 {
+				t.Fatalf("--inline-token: exit %d\n%s%s", code, out, errOut)
+			}
+			path = filepath.Join(dir, agentFiles[agent])
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s holds the token with mode %v; want 0600, never world-readable", path, fi.Mode().Perm())
+			}
+			written, _ = os.ReadFile(path)
+			if url, auth := agentServer(t, agent, written, "not-used"); auth != "Bearer "+created.Token || !slices.Contains(toolsThrough(t, url, auth), "mcp-find") {
+				t.Errorf("--inline-token wrote Authorization %q:\n%s", auth, written)
+			}
+		})
+	}
+	if _, errOut, code := connect(t.TempDir(), "", "--agent", "emacs"); code != 2 || !strings.Contains(errOut, `unknown agent "emacs": --agent takes one of claude, codex, gemini, opencode, vscode, cursor`) {
+		t.Errorf("unknown agent: exit %d, %q", code, errOut)
+	}
+	cmd := exec.Command(gatewayBin, "sandbox", "connect", "nobody", "--agent", "claude")
+	cmd.Env = append(os.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+	if out, err := cmd.CombinedOutput(); exitCode(err) != 1 || !strings.Contains(string(out), `no sandbox "nobody": mcp-gateway sandbox ls lists them`) {
+		t.Errorf("unknown sandbox: exit %d, %q", exitCode(err), out)
+	}
+}
+
+// The sandbox launcher's equivalent: `--agent A` prints, after the ready
+// line, agent A's configuration for the gateway it started, and says how
+// to take the token from the token file.
+func TestAuth24LauncherAgent(t *testing.T) {
+	g := newGW(t)
+	// Launched as gw.launch does, but its stdout holds more than the
+	// ready line.
+	cmd := exec.Command(gatewayBin, "--config", fmt.Sprintf(`{"one": {"runCmd": %q}}`, testServerCmd()),
+		"--host", "127.0.0.1", "--port", "0", "--token-file", g.tokenFile(), "--pid-file", g.pidFile(), "--log-file", g.logFile(),
+		"--catalog-file", filepath.Join(g.dir, "none.json"), "--agent", "codex")
+	cmd.Env = append(os.Environ(), "GATEWAY_ACCESS_TOKEN="+g.token)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	g.stdout, g.stderr = stdout.String(), stderr.String()
+	ready, doc, _ := strings.Cut(g.stdout, "\n")
+	m := readyLine.FindStringSubmatch(ready + "\n")
+	if err != nil || m == nil {
+		t.Fatalf("launcher: %v; first line %q, want the ready line\nstderr: %s\nlog: %s", err, ready, g.stderr, g.log())
+	}
+	g.port, _ = strconv.Atoi(m[1])
+	g.pid, _ = strconv.Atoi(m[2])
+	g.url = fmt.Sprintf("http://127.0.0.1:%d/mcp", g.port)
+	t.Cleanup(g.stop)
+	url, auth := agentServer(t, "codex", []byte(doc), g.token)
+	if url != g.url {
+		t.Errorf("codex url %q, want %q", url, g.url)
+	}
+	if names := toolsThrough(t, url, auth); !slices.Contains(names, "echo") {
+		t.Errorf("through the printed configuration: %v", names)
+	}
+	if want := `export MCP_GATEWAY_TOKEN="$(cat ` + g.tokenFile() + `)"`; !strings.Contains(g.stderr, want) {
+		t.Errorf("stderr does not say how to take the token (%s):\n%s", want, g.stderr)
+	}
+	if strings.Contains(g.stdout+g.stderr, g.token) {
+		t.Errorf("the launcher printed the token")
+	}
+	bad := newGW(t)
+	bad.launch(fmt.Sprintf(`{"one": {"runCmd": %q}}`, testServerCmd()), "--agent", "emacs")
+	if bad.exit != 2 || !strings.Contains(bad.stderr, `unknown agent "emacs"`) {
+		t.Errorf("--agent emacs: exit %d, stderr %q; want 2 before anything starts", bad.exit, bad.stderr)
+	}
+	if _, err := os.Stat(bad.tokenFile()); err == nil {
+		t.Errorf("--agent emacs wrote the token file")
 	}
 }
