@@ -79,7 +79,7 @@ func TestAgentDocuments(t *testing.T) {
 			}
 			switch agent {
 			case "claude", "vscode":
-				srv := map[string]any{}
+				var srv map[string]any
 				if agent == "claude" {
 					srv = whole["mcpServers"].(map[string]any)["mcp-gateway"].(map[string]any)
 				} else {

@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // pathRecorder is a reverse proxy in front of a gateway that records the
@@ -337,4 +340,299 @@ func TestAuth24LauncherAgent(t *testing.T) {
 	if _, err := os.Stat(bad.tokenFile()); err == nil {
 		t.Errorf("--agent emacs wrote the token file")
 	}
+}
+
+// scopedAS is an authorization server listing the scopes it supports
+// (read, write, offline_access) with an MCP server behind it whose
+// resource metadata lists read and write: what an authorization asked for
+// is recorded. It grants dynamic registration (public clients) and one
+// pre-registered confidential client, "confidential" with secret
+// "conf-s3cret" (client_secret_basic).
+type scopedAS struct {
+	url    string // the MCP endpoint
+	bare   string // an MCP endpoint without resource metadata (no discovery leads to the authorization server)
+	issuer string
+	mu     sync.Mutex
+	asked  []string // each authorization request's scope parameter ("<none>" when absent)
+	basic  []string // the token requests' client_secret_basic client ids
+	tokens map[string]bool
+}
+
+func startScopedAS(t *testing.T) *scopedAS {
+	t.Helper()
+	s := &scopedAS{tokens: map[string]bool{}}
+	asMux := http.NewServeMux()
+	as := httptest.NewServer(asMux)
+	t.Cleanup(as.Close)
+	asMux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "authorization_endpoint": as.URL + "/authorize", "token_endpoint": as.URL + "/token",
+			"registration_endpoint": as.URL + "/register", "response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
+			"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "none"}, "authorization_response_iss_parameter_supported": true,
+			"scopes_supported": []string{"read", "write", "offline_access"}})
+	})
+	asMux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		io.WriteString(w, `{"client_id":"dcr-client","token_endpoint_auth_method":"none"}`)
+	})
+	asMux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		s.mu.Lock()
+		if _, ok := q["scope"]; ok {
+			s.asked = append(s.asked, q.Get("scope"))
+		} else {
+			s.asked = append(s.asked, "<none>")
+		}
+		s.mu.Unlock()
+		to, _ := url.Parse(q.Get("redirect_uri"))
+		to.RawQuery = url.Values{"code": {"code-" + q.Get("client_id")}, "state": {q.Get("state")}, "iss": {as.URL}}.Encode()
+		http.Redirect(w, r, to.String(), http.StatusFound)
+	})
+	asMux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		id, secret, basic := r.BasicAuth()
+		if basic {
+			s.mu.Lock()
+			s.basic = append(s.basic, id)
+			s.mu.Unlock()
+		}
+		switch {
+		case r.PostForm.Get("code") == "code-confidential" && (!basic || id != "confidential" || secret != "conf-s3cret"):
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":"invalid_client","error_description":"the confidential client must authenticate"}`)
+			return
+		case r.PostForm.Get("grant_type") != "authorization_code":
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":"unsupported_grant_type"}`)
+			return
+		}
+		s.mu.Lock()
+		tok := fmt.Sprintf("scoped-token-%d", len(s.tokens))
+		s.tokens[tok] = true
+		scope := s.asked[len(s.asked)-1]
+		s.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": strings.TrimPrefix(scope, "<none>")})
+	})
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "scoped", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "hello", Description: "says hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, struct{}{}, nil
+	})
+	mux := http.NewServeMux()
+	rs := httptest.NewServer(mux)
+	t.Cleanup(rs.Close)
+	s.url = rs.URL + "/mcp"
+	prm := rs.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: s.url, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{"read", "write"}}))
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.tokens[token] {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	mux.Handle("/bare/mcp", auth.RequireBearerToken(verify, nil)(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	s.bare, s.issuer = rs.URL+"/bare/mcp", as.URL
+	return s
+}
+
+func (s *scopedAS) lastAsked() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.asked) == 0 {
+		return ""
+	}
+	return s.asked[len(s.asked)-1]
+}
+
+func (s *scopedAS) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.asked)
+}
+
+// authStatusJSON is `auth status [NAME] --json`.
+func authStatusJSON(t *testing.T, h *hostGW, args ...string) []map[string]any {
+	t.Helper()
+	var list []map[string]any
+	out := h.mustCLI("", append([]string{"auth", "status", "--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("auth status --json: %v\n%s", err, out)
+	}
+	return list
+}
+
+func joined(v any) string {
+	list, _ := v.([]any)
+	var s []string
+	for _, x := range list {
+		s = append(s, fmt.Sprint(x))
+	}
+	return strings.Join(s, " ")
+}
+
+// OAuth flags as sbx users expect them (issue 24, stumble 7), against a
+// real authorization server: server add's --scope asked for in place of
+// the server's (not "offline_access read write"); auth --scope and
+// --no-scope for one run; a scope the server does not support refused
+// before the browser; auth status NAME showing that server alone with the
+// scopes asked for and supported; auth --all; server rm taking the OAuth
+// token with it; and the confidential client's secret stored first as
+// mcp:<server>:client_secret (sbx's name and order), shown by inspect and
+// sent to the token endpoint.
+func TestAuth24OAuthFlags(t *testing.T) {
+	as := startScopedAS(t)
+	h := startHost(t, t.TempDir())
+	h.mustCLI("", "server", "add", "prot", "--url", as.url, "--allow-private-address", "--scope", "read", "--skip-auth")
+	h.mustCLI("", "server", "add", "other", "--url", as.url, "--allow-private-address", "--skip-auth")
+
+	out := authCLI(t, h, "prot")
+	if got := as.lastAsked(); got != "read" {
+		t.Errorf("server add --scope read, then auth: the authorization asked for %q; want %q (the person's scopes first, as sbx)", got, "read")
+	}
+	if !strings.Contains(out, `mcp server "prot" is authorized`) || !strings.Contains(out, "scopes: read") {
+		t.Errorf("auth prot printed:\n%s", out)
+	}
+
+	st := authStatusJSON(t, h, "prot")
+	if len(st) != 1 || st[0]["server"] != "prot" || st[0]["authorized"] != true || joined(st[0]["requested_scopes"]) != "read" ||
+		joined(st[0]["supported_scopes"]) != "read write offline_access" {
+		t.Errorf("auth status prot --json: %v; want prot alone, requested read, supported read write offline_access", st)
+	}
+	table := h.mustCLI("", "auth", "status", "prot")
+	if !strings.Contains(table, "REQUESTED") || !strings.Contains(table, "SUPPORTED") || strings.Contains(table, "other") || !strings.Contains(table, "read write offline_access") {
+		t.Errorf("auth status prot:\n%s", table)
+	}
+	// Before its authorization, a server's status shows the scopes its
+	// metadata supports, discovered now.
+	if st := authStatusJSON(t, h, "other"); len(st) != 1 || st[0]["authorized"] != false || joined(st[0]["supported_scopes"]) != "read write offline_access" {
+		t.Errorf("auth status other (not authorized): %v", st)
+	}
+	h.failCLI(`mcp server "nope" is not registered`, "", "auth", "status", "nope")
+
+	authCLI(t, h, "prot", "--scope", "write")
+	if got := as.lastAsked(); got != "write" {
+		t.Errorf("auth --scope write asked for %q", got)
+	}
+	authCLI(t, h, "prot", "--no-scope")
+	if got := as.lastAsked(); got != "<none>" {
+		t.Errorf("auth --no-scope asked for %q, want no scope parameter", got)
+	}
+	asked := as.count()
+	h.failCLI(`scope "admin" is not one the server supports (read write offline_access)`, "", "auth", "prot", "--scope", "admin")
+	if as.count() != asked {
+		t.Errorf("an unsupported scope still sent the person to the authorization server")
+	}
+	h.failCLI("give --scope or --no-scope, not both", "", "auth", "prot", "--scope", "read", "--no-scope")
+
+	// auth --all authorizes every server that wants OAuth.
+	out = authCLI(t, h, "--all")
+	for _, name := range []string{"prot", "other"} {
+		if !strings.Contains(out, fmt.Sprintf("mcp server %q is authorized", name)) {
+			t.Errorf("auth --all did not authorize %s:\n%s", name, out)
+		}
+	}
+	for _, s := range authStatusJSON(t, h) {
+		if s["authorized"] != true {
+			t.Errorf("after auth --all: %v", s)
+		}
+	}
+
+	// server rm takes the OAuth token with it: registered again, the
+	// server is not authorized.
+	out = h.mustCLI("", "server", "rm", "other")
+	if !strings.Contains(out, "its OAuth tokens were removed with it (other)") {
+		t.Errorf("server rm printed %q", out)
+	}
+	if ls := h.mustCLI("", "secret", "ls"); strings.Contains(ls, "mcp:other:") {
+		t.Errorf("after server rm, secret ls still lists:\n%s", ls)
+	}
+	h.mustCLI("", "server", "add", "other", "--url", as.url, "--allow-private-address", "--skip-auth")
+	if st := authStatusJSON(t, h, "other"); st[0]["authorized"] != false {
+		t.Errorf("other registered again after server rm is authorized: %v", st)
+	}
+
+	// sbx's order: the client secret first, then server add --client-id.
+	out = h.mustCLI("conf-s3cret", "secret", "set", "mcp:conf:client_secret")
+	if !strings.Contains(out, `mcp server "conf" is not registered yet`) || !strings.Contains(out, "secret mcp:conf:client_secret stored") {
+		t.Errorf("secret set before server add printed %q", out)
+	}
+	h.mustCLI("", "server", "add", "conf", "--url", as.url, "--allow-private-address", "--client-id", "confidential", "--skip-auth")
+	var info struct {
+		Secrets []struct{ Name, Status string }
+	}
+	if err := json.Unmarshal([]byte(h.mustCLI("", "server", "inspect", "conf")), &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Secrets) != 1 || info.Secrets[0].Name != "mcp:conf:client_secret" || info.Secrets[0].Status != "set (the OAuth client's secret)" {
+		t.Errorf("server inspect conf: secrets %+v; want mcp:conf:client_secret set", info.Secrets)
+	}
+	out = authCLI(t, h, "conf")
+	as.mu.Lock()
+	basic := slices.Clone(as.basic)
+	as.mu.Unlock()
+	if !strings.Contains(out, `mcp server "conf" is authorized`) || !slices.Contains(basic, "confidential") {
+		t.Errorf("auth conf: %s\ntoken requests authenticated as %v; want the confidential client with its secret", out, basic)
+	}
+	// The older name still works, and storing it warns of nothing.
+	h.mustCLI("", "server", "add", "conf2", "--url", as.url, "--allow-private-address", "--client-id", "confidential", "--skip-auth")
+	if out := h.mustCLI("conf-s3cret", "secret", "set", "mcp:conf2:client-secret"); strings.Contains(out, "not used") {
+		t.Errorf("mcp:conf2:client-secret: %q", out)
+	}
+	if out := authCLI(t, h, "conf2"); !strings.Contains(out, `mcp server "conf2" is authorized`) {
+		t.Errorf("auth conf2 with mcp:conf2:client-secret:\n%s", out)
+	}
+}
+
+// --oauth-authorization-server FILE|URL: a server whose metadata does not
+// lead to its authorization server (no resource metadata) is authorized
+// with the authorization server's metadata the person gives, as a file (in
+// the caller's directory) or a URL.
+func TestAuth24OAuthAuthorizationServer(t *testing.T) {
+	as := startScopedAS(t)
+	h := startHost(t, t.TempDir())
+	meta := fmt.Sprintf(`{"issuer": %q, "authorization_endpoint": %q, "token_endpoint": %q, "registration_endpoint": %q,
+		"response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"], "authorization_response_iss_parameter_supported": true,
+		"token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["read", "write"]}`,
+		as.issuer, as.issuer+"/authorize", as.issuer+"/token", as.issuer+"/register")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "as.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A relative file name, resolved in the caller's directory.
+	cmd := exec.Command(gatewayBin, "server", "add", "bare", "--url", as.bare, "--allow-private-address", "--oauth-authorization-server", "as.json", "--scope", "read", "--skip-auth")
+	cmd.Env = append(os.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "it wants OAuth") {
+		t.Fatalf("server add --oauth-authorization-server as.json: %v\n%s\nhost log:\n%s", err, out, h.log())
+	}
+	if out := authCLI(t, h, "bare"); !strings.Contains(out, `mcp server "bare" is authorized (issuer `+as.issuer) || as.lastAsked() != "read" {
+		t.Errorf("auth bare: asked %q\n%s", as.lastAsked(), out)
+	}
+	if st := authStatusJSON(t, h, "bare"); st[0]["authorized"] != true || joined(st[0]["supported_scopes"]) != "read write" {
+		t.Errorf("auth status bare: %v", st)
+	}
+	g := h.createSandbox("sb", "--static", "bare")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, isErr := callText(ctx, t, g.connect(ctx), "hello", map[string]any{}); isErr || got != "hello" {
+		t.Errorf("hello through the authorized server: %q (error %v)", got, isErr)
+	}
+
+	// The metadata's URL, fetched by the daemon.
+	h.mustCLI("", "server", "add", "bare2", "--url", as.bare, "--allow-private-address", "--oauth-authorization-server", as.issuer+"/.well-known/oauth-authorization-server", "--skip-auth")
+	if out := authCLI(t, h, "bare2"); !strings.Contains(out, `mcp server "bare2" is authorized`) {
+		t.Errorf("auth bare2:\n%s", out)
+	}
+	h.failCLI("fetching --oauth-authorization-server "+as.issuer+"/nowhere: HTTP 404", "", "server", "add", "bad", "--url", as.bare, "--allow-private-address",
+		"--oauth-authorization-server", as.issuer+"/nowhere")
+	os.WriteFile(filepath.Join(dir, "partial.json"), []byte(`{"issuer": "`+as.issuer+`", "authorization_endpoint": "`+as.issuer+`/authorize"}`), 0o644)
+	h.failCLI(`mcp server "bad": --oauth-authorization-server's metadata has no token_endpoint`, "", "server", "add", "bad", "--url", as.bare, "--allow-private-address",
+		"--oauth-authorization-server", filepath.Join(dir, "partial.json"))
 }
