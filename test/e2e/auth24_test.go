@@ -110,6 +110,15 @@ func TestAuth24WrongTokenIsNotOAuth(t *testing.T) {
 	if !strings.Contains(string(out), "the bearer token is not valid for this gateway") {
 		t.Errorf("the inspector does not show the gateway's explanation:\n%s", out)
 	}
+	// Without --stored-auth-only and without a terminal, the inspector
+	// (2.12.0, which reads no error code from a 401) stops before any
+	// OAuth request too.
+	cmd = exec.CommandContext(ctx, filepath.Join(npmBin, "mcp-inspector"), "--cli", rec.url,
+		"--header", "Authorization: Bearer not-the-token", "--method", "tools/list")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "MCP_INSPECTOR_SECRET_STORE=memory")
+	if out, err := cmd.CombinedOutput(); exitCode(err) != 3 {
+		t.Errorf("inspector without --stored-auth-only: exit %d (%v), want 3\n%s", exitCode(err), err, out)
+	}
 	for _, p := range rec.seen() {
 		if !strings.HasSuffix(p, " /mcp") {
 			t.Errorf("the inspector asked the gateway for %s: an OAuth flow was started against a gateway that has none", p)
