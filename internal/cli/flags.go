@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
@@ -38,10 +40,57 @@ func newFlagSet(name, synopsis, text string, stderr io.Writer) *flag.FlagSet {
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
 			fmt.Fprintf(out, "\nFlags:\n")
-			fs.PrintDefaults()
+			printFlags(out, fs)
 		}
 	}
 	return fs
+}
+
+// printFlags is flag.PrintDefaults with two dashes, as the docs write the
+// flags: "  --name value" and the usage indented below, with the default
+// unless it is the type's zero value.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		name, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if name != "" {
+			b.WriteString(" " + name)
+		}
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if !isZeroDefault(f) {
+			if isStringFlag(f) {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// help does not print (as flag.PrintDefaults).
+func isZeroDefault(f *flag.Flag) bool {
+	t := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	} else {
+		z = reflect.Zero(t)
+	}
+	v, ok := z.Interface().(flag.Value)
+	if !ok {
+		return f.DefValue == ""
+	}
+	return f.DefValue == v.String()
+}
+
+// isStringFlag reports whether f is a plain string flag, whose default
+// help quotes.
+func isStringFlag(f *flag.Flag) bool {
+	return reflect.TypeOf(f.Value).String() == "*flag.stringValue"
 }
 
 // parse parses args; done is true when the caller should return code (help or an error).

@@ -59,6 +59,7 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 func (f *serverAddFlags) request(name string, args []string) host.ServerRequest {
 	req := f.req
 	req.Name = name
+	req.Metadata = callerPath(req.Metadata) // the daemon's directory is not the caller's
 	req.Headers, req.Env, req.Props = f.headers, f.env, f.props
 	req.Args = append(f.argList, args...)
 	req.Scopes = f.scopes

@@ -326,11 +326,15 @@ func (r *Router) Start(ctx context.Context) error {
 // StartAll starts every server like Start, but a server that fails does not
 // stop the others: it is retried in the background with exponential backoff
 // and jitter until it comes up (its tools then appear, with list_changed) or
-// the router is closed.
+// the router is closed. If ctx is cancelled (the gateway stops before it
+// is ready), the servers that did not start are neither blamed nor retried.
 func (r *Router) StartAll(ctx context.Context) {
 	failed := r.startAll(ctx)
 	r.claiming.Store(true)
 	r.rebuild(kinds...)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return // the start was called off (the gateway stops): no server is to blame
+	}
 	for name, err := range failed {
 		r.log.Warn("mcp server failed to start; retrying in the background", "server", name, "err", err)
 		r.retry(r.server(name))
