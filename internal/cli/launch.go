@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ reason with the tail of the log is printed; the exit code is non-zero.
 	g.registerHTTP(fs)
 	pidFile := fs.String("pid-file", defaultPIDFile, "pid `file` of the running gateway")
 	logFile := fs.String("log-file", defaultLogFile, "log `file`: the gateway's lines and every server's stderr, prefixed [<server>]")
+	agent := fs.String("agent", "", "once ready, also print the configuration `agent` needs to use the gateway ("+strings.Join(agentNames, ", ")+"; see docs/agents.md)")
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
@@ -41,6 +43,9 @@ reason with the tail of the log is printed; the exit code is non-zero.
 	}
 
 	cfg, err := launcherConfig(fs, &g, *logFile)
+	if err == nil && *agent != "" {
+		_, err = agentFor(*agent, agentEndpoint{})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-gateway: %v\n", err)
 		return exitUsage
@@ -50,7 +55,11 @@ reason with the tail of the log is printed; the exit code is non-zero.
 		token = newToken()
 	}
 	os.Unsetenv(tokenEnv)
-	return launchServing(&g, cfg, token, *pidFile, *logFile, stdout, stderr)
+	var ready func(port int)
+	if *agent != "" {
+		ready = func(port int) { launcherAgent(*agent, &g, port, stdout, stderr) }
+	}
+	return launchServing(&g, cfg, token, *pidFile, *logFile, stdout, stderr, ready)
 }
 
 // launcherConfig checks the launcher's flags, sets its governance
@@ -69,9 +78,10 @@ func launcherConfig(fs *flag.FlagSet, g *gatewayFlags, logFile string) ([]byte, 
 
 // launchServing binds the gateway's port, starts the serving process,
 // checks the configuration meanwhile, hands it over and waits until the
-// gateway is ready. A SIGINT or SIGTERM meanwhile (Ctrl-C) stops the whole
-// start as a failure does.
-func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, stdout, stderr io.Writer) int {
+// gateway is ready; then ready, if any, is called with the port it serves
+// on. A SIGINT or SIGTERM meanwhile (Ctrl-C) stops the whole start as a
+// failure does.
+func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, stdout, stderr io.Writer, ready func(port int)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if pid, ok := launch.Running(pidFile); pidFile != "" && ok {
@@ -124,6 +134,9 @@ func launchServing(g *gatewayFlags, cfg []byte, token, pidFile, logFile string, 
 		return exitError
 	}
 	fmt.Fprintf(stdout, "MCP gateway is ready on port %d (pid %d)\n", res.Port, res.PID)
+	if ready != nil {
+		ready(res.Port)
+	}
 	return exitOK
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
@@ -25,6 +26,7 @@ type serverAddFlags struct {
 	headers, env           listFlag
 	argList, props, scopes commaListFlag
 	skipAuth               bool
+	authServer             string // --oauth-authorization-server FILE|URL
 }
 
 func (f *serverAddFlags) register(fs *flag.FlagSet) {
@@ -42,11 +44,12 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
 	fs.BoolVar(&req.PerClient, "per-client", false, "run a local server as a process per client session (its requests to the client then always reach the right one; ${client_dir} names the process's own directory) instead of one per sandbox")
 	fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
-	fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client-secret); default: dynamic registration")
+	fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client_secret, stored before or after this; mcp:<server>:client-secret is read too); default: dynamic registration")
 	fs.StringVar(&req.ClientMetadataURL, "client-metadata-url", "", "an https `url` of a client ID metadata document you publish, used when the authorization server supports them")
-	fs.Var(&f.scopes, "scope", "OAuth `scopes` to ask for when the server names none, comma-separated or repeated")
+	fs.Var(&f.scopes, "scope", "OAuth `scopes` to ask for, in place of those the server names (as sbx does; auth --scope overrides them for one run), comma-separated or repeated")
 	fs.StringVar(&req.OAuthIssuer, "oauth-issuer", "", "pin a remote OAuth server's authorization server to this issuer `url`: an authorization (or a client secret) is never sent to another one its metadata names; default: the issuer of the first grant, kept with the token")
 	fs.StringVar(&req.OAuthTokenEndpoint, "oauth-token-endpoint", "", "pin the authorization server's token endpoint `url` too (needed for a confidential client whose token endpoint is on another origin than its issuer)")
+	fs.StringVar(&f.authServer, "oauth-authorization-server", "", "the authorization server's metadata (RFC 8414), a `file` or an https URL, for a server whose own metadata does not lead to it; it pins the issuer and token endpoint it names")
 	fs.BoolVar(&req.PerSandbox, "per-sandbox", false, "keep a remote OAuth server's tokens per sandbox (each sandbox authorizes it on its own: mcp-gateway auth NAME --sandbox S, or its NAME-authorize tool) instead of one grant shared by its sandboxes")
 	fs.BoolVar(&f.skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
 }
@@ -61,6 +64,28 @@ func (f *serverAddFlags) request(name string, args []string) host.ServerRequest 
 	req.Args = append(f.argList, args...)
 	req.Scopes = f.scopes
 	return req
+}
+
+// readAuthServer resolves --oauth-authorization-server: a URL the daemon
+// fetches, or a file read here, in the caller's directory.
+func (f *serverAddFlags) readAuthServer(req *host.ServerRequest) error {
+	v := f.authServer
+	switch {
+	case v == "":
+		return nil
+	case strings.HasPrefix(v, "https://") || strings.HasPrefix(v, "http://"):
+		req.OAuthAuthorizationServer = v
+		return nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return usagef("--oauth-authorization-server: %v (give a metadata file or an https URL)", err)
+	}
+	if !json.Valid(b) {
+		return usagef("--oauth-authorization-server: %s is not JSON (an RFC 8414 authorization server metadata document)", v)
+	}
+	req.OAuthAuthorizationServerMetadata = b
+	return nil
 }
 
 func serverAdd() adminCommand {
@@ -80,8 +105,12 @@ Credential headers and variables must use a placeholder; store the value with
 			if len(args) == 0 {
 				return usagef("give the server's NAME")
 			}
+			req := f.request(args[0], args[1:])
+			if err := f.readAuthServer(&req); err != nil {
+				return err
+			}
 			var res host.AddResult
-			if err := c.Do(ctx, http.MethodPost, "/v1/servers", f.request(args[0], args[1:]), &res); err != nil {
+			if err := c.Do(ctx, http.MethodPost, "/v1/servers", req, &res); err != nil {
 				return err
 			}
 			if res.OAuth {
@@ -107,7 +136,7 @@ func serverAddedOAuth(ctx context.Context, c *host.Client, res host.AddResult, s
 		fmt.Fprintf(stdout, "authorize it later with: mcp-gateway auth %s\n", res.Server.Name)
 		return nil
 	}
-	return authorize(ctx, c, res.Server.Name, "", stdout)
+	return authorize(ctx, c, res.Server.Name, "", authOptions{}, stdout)
 }
 
 func serverLs() adminCommand {
@@ -136,7 +165,7 @@ func serverInspect() adminCommand {
 
 func serverRm() adminCommand {
 	return adminCommand{
-		name: "rm", synopsis: "rm NAME", text: "Unregister a server, detaching it from every sandbox. Its secrets stay until removed.",
+		name: "rm", synopsis: "rm NAME", text: "Unregister a server, detaching it from every sandbox and removing its OAuth tokens. Its other secrets stay until removed.",
 		run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
 			name, err := one(args, "server NAME")
 			if err != nil {
@@ -147,6 +176,9 @@ func serverRm() adminCommand {
 				return err
 			}
 			fmt.Fprintf(stdout, "removed mcp server %q\n", name)
+			if len(res.OAuthTokens) > 0 {
+				fmt.Fprintf(stdout, "its OAuth tokens were removed with it (%s)\n", strings.Join(res.OAuthTokens, ", "))
+			}
 			if len(res.DetachedFrom) > 0 {
 				fmt.Fprintf(stdout, "detached from sandboxes: %s\n", strings.Join(res.DetachedFrom, ", "))
 			}

@@ -220,7 +220,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.gateway(r) == nil {
-		unauthorized(w)
+		unauthorized(w, r)
 		return
 	}
 	h.Metrics.ServeHTTP(w, r)
@@ -248,7 +248,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	gw := h.gateway(r)
 	if gw == nil {
-		unauthorized(w)
+		unauthorized(w, r)
 		return
 	}
 	switch r.Method {
