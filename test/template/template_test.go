@@ -173,18 +173,24 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// connect is an agent's Go SDK client at addr with the token; version ""
-// is the SDK's newest protocol version.
+// connect is an agent's Go SDK client of the gateway at addr (host:port).
 func connect(ctx context.Context, t *testing.T, addr, token, version string) *mcp.ClientSession {
+	t.Helper()
+	return connectURL(ctx, t, "http://"+addr+"/mcp", token, version)
+}
+
+// connectURL is an agent's Go SDK client at url with the token; version ""
+// is the SDK's newest protocol version.
+func connectURL(ctx context.Context, t *testing.T, url, token, version string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "template-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   "http://" + addr + "/mcp",
+		Endpoint:   url,
 		HTTPClient: &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}},
 		MaxRetries: -1,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		t.Fatalf("connecting to the gateway at %s: %v", addr, err)
+		t.Fatalf("connecting to the gateway at %s: %v", url, err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
