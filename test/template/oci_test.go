@@ -133,6 +133,31 @@ func TestHostOCIServer(t *testing.T) {
 	if !strings.Contains(report, "args=\n") || !strings.Contains(report, "GREETING= set=false\n") {
 		t.Errorf("the explicit docker command's server reports\n%s", report)
 	}
+	if n := len(strings.Fields(d.must(t, "ps", "-q"))); n != 3 {
+		t.Errorf("%d containers run for the sandbox's three OCI servers, want 3 (the registrations' tool listings leave none)", n)
+	}
+
+	// An image that is not on the engine is not pulled: the registration
+	// says why its tools cannot be listed.
+	missing := `{"name": "io.github.example/absent", "packages": [{"registryType": "oci", "identifier": "mcp-gateway-test-absent:1", "transport": {"type": "stdio"}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "absent.json"), []byte(missing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ := h.cli("", "server", "add", "absent", "--metadata", filepath.Join(dir, "absent.json"))
+	if !strings.Contains(out+errOut, "No such image: mcp-gateway-test-absent:1") || !strings.Contains(out, `registered mcp server "absent" (0 tools)`) {
+		t.Errorf("server add of an image not on the engine printed %q %q, want docker's reason", out, errOut)
+	}
+
+	// The daemon stops its servers' containers when it stops.
+	cs.Close()
+	h.stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.TrimSpace(d.must(t, "ps", "-q")) != "" && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if left := d.must(t, "ps", "--format", "{{.Image}} {{.Status}}"); strings.TrimSpace(left) != "" {
+		t.Errorf("containers outlive the host daemon by 30 s:\n%s", left)
+	}
 }
 
 func contains(list []string, s string) bool {
@@ -147,11 +172,12 @@ func contains(list []string, s string) bool {
 // hostGW is a running `mcp-gateway host` daemon whose servers reach the
 // tests' dockerd.
 type hostGW struct {
-	t     *testing.T
-	state string
-	logf  string
-	url   string
-	cmd   *exec.Cmd
+	t      *testing.T
+	state  string
+	logf   string
+	url    string
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 var hostReady = regexp.MustCompile(`msg="mcp-gateway host is ready" url=(\S+)`)
@@ -171,16 +197,10 @@ func startHost(t *testing.T, state string) *hostGW {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
+	h.exited = exited
 	go func() { _ = h.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = h.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = h.cmd.Process.Kill()
-			<-exited
-			t.Errorf("the host daemon did not stop within 30 s of SIGINT:\n%s", lastLines(h.log(), 30))
-		}
+		h.stop()
 		if t.Failed() {
 			t.Logf("host log:\n%s", lastLines(h.log(), 60))
 		}
@@ -206,6 +226,24 @@ func startHost(t *testing.T, state string) *hostGW {
 func (h *hostGW) env() []string {
 	return append(os.Environ(), "MCP_GATEWAY_STATE_DIR="+h.state, "DOCKER_HOST="+dockerd.host,
 		"PATH="+filepath.Dir(dockerd.cli)+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// stop stops the daemon with SIGINT, as Ctrl-C does, and waits for it.
+func (h *hostGW) stop() {
+	h.t.Helper()
+	select {
+	case <-h.exited:
+		return
+	default:
+	}
+	_ = h.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-h.exited:
+	case <-time.After(30 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+		h.t.Errorf("the host daemon did not stop within 30 s of SIGINT:\n%s", lastLines(h.log(), 30))
+	}
 }
 
 func (h *hostGW) log() string {
