@@ -119,11 +119,34 @@ var isolationFlags = []string{
 	"--device-cgroup-rule", "-v", "--volume", "--volumes-from", "--mount", "--tmpfs",
 	"-m", "--memory", "--memory-swap", "--cpus", "--pids-limit", "--ulimit", "--pull",
 	"-p", "--publish", "-P", "--publish-all", "--runtime", "--add-host", "--dns",
+	"--env-file", "--cidfile", "--sysctl", "--gpus", "--group-add", "--oom-kill-disable",
+}
+
+// shortFlag returns the refused one-letter flag in a word of one-letter
+// flags glued together ("-v/a:/b", "-iP"), or "". Docker's boolean short
+// flags may be followed by more flags; any other letter takes the rest of
+// the word as its value.
+func shortFlag(w string) string {
+	if len(w) < 2 || w[0] != '-' || w[1] == '-' {
+		return ""
+	}
+	for _, c := range w[1:] {
+		switch {
+		case strings.ContainsRune("vmpP", c):
+			return "-" + string(c)
+		case !strings.ContainsRune("itd", c):
+			return "" // a flag taking the rest as its value
+		}
+	}
+	return ""
 }
 
 func (o *OCI) checkRuntimeArgs() error {
 	for _, w := range o.RuntimeArgs {
 		flag, _, _ := strings.Cut(w, "=")
+		if f := shortFlag(w); f != "" {
+			flag = f
+		}
 		if slices.Contains(isolationFlags, flag) {
 			return fmt.Errorf("its runtime arguments ask for docker run %s, which host mode does not let registry metadata choose: "+
 				"use server add's --docker-* flags, or register the image with --command docker --args run,-i,--rm,... to run it your way", flag)

@@ -96,13 +96,26 @@ func TestImageRef(t *testing.T) {
 }
 
 func TestParseOCIRefusesIsolationFlags(t *testing.T) {
-	for _, flag := range []string{"--privileged", "--network", "-v", "--mount", "--cap-add"} {
+	for _, tc := range []struct{ word, flag string }{
+		{"--privileged", "--privileged"}, {"--network", "--network"}, {"--network=host", "--network"}, {"-v", "-v"},
+		{"-v/:/host", "-v"}, {"-itv/:/host", "-v"}, {"-iP", "-P"}, {"-m1g", "-m"}, {"--mount", "--mount"}, {"--cap-add", "--cap-add"},
+		{"--env-file", "--env-file"},
+	} {
+		flag := tc.flag
 		entry := `{"name": "a/b", "packages": [{"registryType": "oci", "identifier": "img:1", "transport": {"type": "stdio"},
-			"runtimeArguments": [{"type": "named", "name": "` + flag + `", "value": "x"}]}]}`
+			"runtimeArguments": [{"type": "positional", "value": "` + tc.word + `"}, {"type": "positional", "value": "x"}]}]}`
 		_, err := Parse([]byte(entry))
 		want := "its runtime arguments ask for docker run " + flag + ", which host mode does not let registry metadata choose"
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `mcp server "a/b"`) {
-			t.Errorf("runtime argument %s: error %v, want one saying %q", flag, err, want)
+			t.Errorf("runtime argument %s: error %v, want one saying %q", tc.word, err, want)
+		}
+	}
+	// Glued values of other flags are not mistaken for refused ones.
+	for _, word := range []string{"-eMODE=vmp", "-w/srv/vp", "-i", "--workdir=/p"} {
+		entry := `{"name": "a/b", "packages": [{"registryType": "oci", "identifier": "img:1", "transport": {"type": "stdio"},
+			"runtimeArguments": [{"type": "positional", "value": "` + word + `"}]}]}`
+		if _, err := Parse([]byte(entry)); err != nil {
+			t.Errorf("runtime argument %s refused: %v", word, err)
 		}
 	}
 	// The oldest spelling: registry_name docker, name and version.
