@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -65,6 +67,14 @@ func run(m *testing.M) int {
 		unusable = why
 		return m.Run()
 	}
+	// One run at a time per cache directory: they would share its data
+	// root and the bridge.
+	unlock, err := lockCache()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "template tests:", err)
+		return 1
+	}
+	defer unlock()
 	gatewayBin = filepath.Join(dir, "out", "mcp-gateway")
 	if err := goBuild(gatewayBin, "./cmd/mcp-gateway"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -147,6 +157,26 @@ func cacheDir() string {
 		return filepath.Join(d, "mcp-gateway-test")
 	}
 	return filepath.Join(os.TempDir(), "mcp-gateway-test")
+}
+
+// lockCache takes the cache directory's lock, waiting for another run of
+// these tests to finish.
+func lockCache() (unlock func(), err error) {
+	if err := os.MkdirAll(cacheDir(), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(cacheDir(), "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		fmt.Fprintf(os.Stderr, "template tests: waiting for another run to release %s\n", f.Name())
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		}
+	}
+	return func() { f.Close() }, nil
 }
 
 // goBuild builds a static binary of pkg (a path in this module).
