@@ -115,6 +115,22 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 
+	// The sandbox proxy's Host header (the gateway sees the request on its
+	// non-loopback address, from the bridge): not refused as DNS rebinding.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"proxy","version":"1"}}}`))
+	req.Host = "50005-" + name + ".sandbox.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("initialize with Host %s: %d, want 200", req.Host, resp.StatusCode)
+		}
+	}
+
 	// An agent with the token, through the published port.
 	cs := connect(ctx, t, addr, token, "2025-11-25")
 	names := toolNames(ctx, t, cs)
