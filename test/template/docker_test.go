@@ -260,8 +260,9 @@ func startDaemon(dir string) (*daemon, error) {
 	}
 }
 
-// stop removes the tests' containers, stops dockerd (TERM, then KILL after
-// 30 s) and removes the bridge. Images stay in the data root for next time.
+// stop removes the tests' containers and build cache, stops dockerd (TERM,
+// then KILL after 30 s) and removes the bridge. The base image stays in the
+// data root for next time.
 func (d *daemon) stop() {
 	if d.exited != nil {
 		select {
@@ -271,6 +272,10 @@ func (d *daemon) stop() {
 			if ids, err := d.run(ctx, nil, "ps", "-aq"); err == nil && strings.TrimSpace(ids) != "" {
 				_, _ = d.run(ctx, nil, append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 			}
+			// Each run's layers differ (a new gateway binary): keep only
+			// the base image, so the data root does not grow run by run.
+			_, _ = d.run(ctx, nil, "builder", "prune", "-af")
+			_, _ = d.run(ctx, nil, "image", "prune", "-f")
 			cancel()
 			_ = d.cmd.Process.Signal(syscall.SIGTERM)
 			select {
