@@ -78,3 +78,9 @@ bench:
 bench-short:
 	@echo "== short benchmark run (checks that calls succeed; judges no figure)"
 	GO=$(GO) $(GO) run ./bench -short -era both
+
+# The template built and run in a real Docker engine, and host mode's OCI
+# servers (test/template; root, docker.io and debootstrap; docs/template.md).
+.PHONY: test-template
+test-template:
+	$(GO) test -count=1 -timeout 15m -v -run 'TestTemplate|TestHostOCIServer' ./test/template/

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/metadata"
 )
 
 // runServer is `mcp-gateway server add|ls|inspect|rm`: the host's registrations.
@@ -26,7 +27,8 @@ type serverAddFlags struct {
 	headers, env           listFlag
 	argList, props, scopes commaListFlag
 	skipAuth               bool
-	authServer             string // --oauth-authorization-server FILE|URL
+	authServer             string          // --oauth-authorization-server FILE|URL
+	docker                 metadata.Docker // an OCI package's docker run settings
 }
 
 func (f *serverAddFlags) register(fs *flag.FlagSet) {
@@ -52,6 +54,12 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.authServer, "oauth-authorization-server", "", "the authorization server's metadata (RFC 8414), a `file` or an https URL, for a server whose own metadata does not lead to it; it pins the issuer and token endpoint it names")
 	fs.BoolVar(&req.PerSandbox, "per-sandbox", false, "keep a remote OAuth server's tokens per sandbox (each sandbox authorizes it on its own: mcp-gateway auth NAME --sandbox S, or its NAME-authorize tool) instead of one grant shared by its sandboxes")
 	fs.BoolVar(&f.skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
+	// How an OCI package of --metadata runs (docker run's options).
+	fs.StringVar(&f.docker.Network, "docker-network", "", "an OCI package's Docker `network` (docker run --network; default none: no network)")
+	fs.StringVar(&f.docker.Memory, "docker-memory", "", "an OCI package's memory `limit` (docker run --memory; default "+metadata.DefaultDockerMemory+")")
+	fs.StringVar(&f.docker.CPUs, "docker-cpus", "", "an OCI package's `CPUs` (docker run --cpus; default "+metadata.DefaultDockerCPUs+")")
+	fs.IntVar(&f.docker.Pids, "docker-pids", 0, fmt.Sprintf("an OCI package's process `limit` (docker run --pids-limit; default %d)", metadata.DefaultDockerPids))
+	fs.StringVar(&f.docker.Pull, "docker-pull", "", "when docker pulls an OCI package's image: never (the default: it must be on the host), missing or always")
 }
 
 // request is the registration of server NAME, with args: the arguments
@@ -63,6 +71,10 @@ func (f *serverAddFlags) request(name string, args []string) host.ServerRequest 
 	req.Headers, req.Env, req.Props = f.headers, f.env, f.props
 	req.Args = append(f.argList, args...)
 	req.Scopes = f.scopes
+	if f.docker != (metadata.Docker{}) {
+		d := f.docker
+		req.Docker = &d
+	}
 	return req
 }
 
@@ -96,8 +108,8 @@ func serverAdd() adminCommand {
 		text: `Register a server on the host: a remote one (--url, with --header 'Name: value'
 whose ${name} placeholders name secrets mcp:<server>:<name>), a local command run
 once per sandbox (--command, --args, --dir, --env), or an MCP registry entry,
-server.json or server.yaml whose npm or PyPI package runs through npx or uvx
-(--metadata).
+server.json or server.yaml whose npm, PyPI or OCI package runs through npx,
+uvx or docker run (--metadata; --docker-* set an OCI package's isolation).
 Credential headers and variables must use a placeholder; store the value with
 'mcp-gateway secret set'.`,
 		flags: f.register,

@@ -41,6 +41,9 @@ type ServerRequest struct {
 	Props   []string `json:"properties,omitempty"` // environment variables a sandbox may set (mcp-config-set)
 
 	Metadata string `json:"metadata,omitempty"` // a registry entry's, server.json's or server.yaml's URL (or file)
+	// Docker sets how an OCI package of Metadata runs (docker run's
+	// network, limits and pull policy); nil is the defaults.
+	Docker *metadata.Docker `json:"docker,omitempty"`
 
 	// PerClient runs a local server as a process per client session
 	// instead of one per sandbox.
@@ -250,6 +253,9 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if req.PerClient {
 		srv.Share = mcpconfig.SharePerClient
 	}
+	if req.Docker != nil && req.Metadata == "" {
+		return nil, nil, fmt.Errorf("mcp server %q: the --docker-* flags set how an OCI package of --metadata runs; with --command docker, give docker's options in --args", req.Name)
+	}
 	var warnings []string
 	switch {
 	case req.URL != "":
@@ -261,10 +267,14 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 			return nil, nil, err
 		}
 	case req.Metadata != "":
-		if err := h.fromMetadata(ctx, srv, req); err != nil {
+		spec, err := h.fromMetadata(ctx, srv, req)
+		if err != nil {
 			return nil, nil, err
 		}
 		if err := local(srv, req); err != nil {
+			return nil, nil, err
+		}
+		if err := dockerCommand(srv, spec, req); err != nil {
 			return nil, nil, err
 		}
 	default:
@@ -367,17 +377,20 @@ func local(srv *registry.Server, req ServerRequest) error {
 }
 
 // fromMetadata reads a registry entry or server.json into a local registration.
-func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) error {
+func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) (*metadata.Spec, error) {
 	data, err := h.readMetadata(ctx, srv, req.Metadata)
 	if err != nil {
-		return fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
+		return nil, fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
 	}
 	spec, err := metadata.Parse(data)
 	if err != nil {
-		return fmt.Errorf("mcp server %q: %s: %w", srv.Name, req.Metadata, err)
+		return nil, fmt.Errorf("mcp server %q: %s: %w", srv.Name, req.Metadata, err)
 	}
 	if req.Command != "" {
-		return fmt.Errorf("mcp server %q: --metadata gives the command; leave out --command", srv.Name)
+		return nil, fmt.Errorf("mcp server %q: --metadata gives the command; leave out --command", srv.Name)
+	}
+	if req.Docker != nil && spec.OCI == nil {
+		return nil, fmt.Errorf("mcp server %q: the --docker-* flags are for an OCI package, and %s runs %s", srv.Name, req.Metadata, spec.Package)
 	}
 	srv.Metadata, srv.Package = req.Metadata, spec.Package
 	srv.Command, srv.Args = spec.Command, append(slices.Clone(spec.Args), req.Args...)
@@ -393,6 +406,35 @@ func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req Serve
 	for _, p := range spec.Config {
 		srv.Config = append(srv.Config, registry.Property{Name: p.Name, Description: p.Description, Env: p.Env, Default: p.Default, Required: p.Required})
 	}
+	return spec, nil
+}
+
+// dockerCommand sets the docker run arguments of an OCI package, once its
+// environment (the entry's and --env, --property) is known: each variable
+// reaches the container by name (`-e NAME`), so the values, secrets among
+// them, stay in docker's environment and off its command line. --args
+// follow the entry's package arguments, after the image.
+func dockerCommand(srv *registry.Server, spec *metadata.Spec, req ServerRequest) error {
+	if spec.OCI == nil {
+		return nil
+	}
+	var env []string
+	for k := range srv.Env {
+		env = append(env, k)
+	}
+	for _, p := range srv.Config {
+		env = append(env, p.Env)
+	}
+	slices.Sort(env)
+	var d metadata.Docker
+	if req.Docker != nil {
+		d = *req.Docker
+	}
+	args, err := d.Args(spec.OCI, slices.Compact(env))
+	if err != nil {
+		return fmt.Errorf("mcp server %q: %s: %w", srv.Name, spec.Package, err)
+	}
+	srv.Args = append(args, req.Args...)
 	return nil
 }
 
