@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,5 +170,80 @@ func TestListenDiscoverFirstDefault(t *testing.T) {
 			remote.addTool("grown")
 			waitListed(ctx, t, cs, changed, "grown")
 		})
+	}
+}
+
+type failListsArgs struct {
+	Count int `json:"count"`
+}
+
+// addFailLists gives the state server fail_lists: its next count tools/list
+// requests fail, as those of a server too busy to answer in time would.
+func addFailLists(s *mcp.Server) {
+	var failing atomic.Int64
+	mcp.AddTool(s, &mcp.Tool{Name: "fail_lists", Description: "Fails the next count tools/list requests."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a failListsArgs) (*mcp.CallToolResult, any, error) {
+			failing.Store(int64(a.Count))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("failing %d", a.Count)}}}, nil, nil
+		})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && failing.Add(-1) >= 0 {
+				return nil, errors.New("too busy to list tools")
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// TestListenLongRunning: on a gateway that has been running a while (many
+// clients of both eras have come, listed, called and gone, the server's
+// list has been re-fetched, and once failed to be), a 2026-07-28 client's
+// subscriptions/listen stream, and a session-era client's GET stream, still
+// get the tools/list_changed of a dual-era stdio server's tools changing,
+// each time: a re-listing that fails is tried again, not given up until the
+// server's next change.
+func TestListenLongRunning(t *testing.T) {
+	g := startServe(t, fmt.Sprintf(`{"state": {"runCmd": %q}}`, stateServerEnv+"=1 "+testServerCmd()))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	stateless, statelessChanged := g.connectNamed(ctx, "", "Listener")
+	session, sessionChanged := g.connectNamed(ctx, sessionEra, "Sessioner")
+
+	for round := range 3 {
+		for i := range 12 {
+			era := sessionEra
+			if i%2 == 0 {
+				era = ""
+			}
+			cs, changed := g.connectNamed(ctx, era, fmt.Sprintf("passer-%d-%d", round, i))
+			toolNames(ctx, t, cs)
+			callAs(ctx, t, "a passing client", cs, "pid", nil)
+			if i%4 == 0 {
+				// A passing client grows the list, and hears it.
+				name := fmt.Sprintf("passing_%d_%d", round, i)
+				callAs(ctx, t, "a passing client", cs, "grow", map[string]any{"name": name})
+				waitListed(ctx, t, cs, changed, name)
+			}
+			cs.Close()
+		}
+		name := fmt.Sprintf("late_%d", round)
+		drain(statelessChanged)
+		drain(sessionChanged)
+		if round > 0 {
+			callAs(ctx, t, "the session-era client", session, "fail_lists", map[string]any{"count": round})
+		}
+		callAs(ctx, t, "the session-era client", session, "grow", map[string]any{"name": name})
+		for who, c := range map[string]struct {
+			cs      *mcp.ClientSession
+			changed <-chan struct{}
+		}{"the 2026-07-28 client": {stateless, statelessChanged}, "the 2025-11-25 client": {session, sessionChanged}} {
+			select {
+			case <-c.changed:
+			case <-ctx.Done():
+				t.Fatalf("round %d: %s got no tools/list_changed for %s\nlog:\n%s", round, who, name, g.serveLog())
+			}
+			waitListed(ctx, t, c.cs, c.changed, name)
+		}
 	}
 }
