@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +18,10 @@ import (
 )
 
 // modernRemote is a remote MCP server of the Go SDK, over HTTP in the
-// SDK's stateless mode (the conformance fixture's): a 2026-07-28 server,
-// and a session-era one too unless modernOnly. It records the method of
-// every POST it gets, in order.
+// SDK's stateless mode (the conformance fixture's; stateful: its session
+// mode, which keeps a session-era client's initialize): a 2026-07-28
+// server, and a session-era one too unless modernOnly. It records the
+// method of every POST it gets, in order.
 type modernRemote struct {
 	server *mcp.Server
 	url    string
@@ -26,7 +29,7 @@ type modernRemote struct {
 	posts  []string
 }
 
-func startModernRemote(t *testing.T, modernOnly bool) *modernRemote {
+func startModernRemote(t *testing.T, modernOnly bool, stateful ...bool) *modernRemote {
 	t.Helper()
 	opts := &mcp.ServerOptions{
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
@@ -40,10 +43,19 @@ func startModernRemote(t *testing.T, modernOnly bool) *modernRemote {
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 		})
+	mcp.AddTool(m.server, &mcp.Tool{Name: "seen_caps", Description: "Returns the client capabilities the server saw for this call."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			caps := req.Params.Meta["io.modelcontextprotocol/clientCapabilities"] // a 2026-07-28 request's
+			if ip := req.Session.InitializeParams(); caps == nil && ip != nil {
+				caps = ip.Capabilities // a session's
+			}
+			b, _ := json.Marshal(caps)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
 	m.server.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://doc", Text: "doc"}}}, nil
 	})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.server }, &mcp.StreamableHTTPOptions{Stateless: len(stateful) == 0 || !stateful[0]})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			m.mu.Lock()
@@ -246,4 +258,82 @@ func TestListenLongRunning(t *testing.T) {
 			waitListed(ctx, t, c.cs, c.changed, name)
 		}
 	}
+}
+
+// TestListenRemoteExtensions: the extensions a client declares, known to
+// the gateway or not, reach a remote server unchanged: on each 2026-07-28
+// request to a server of that era, in the session a session-era client gets
+// of it, in the session-era client's own session of a server spoken to in
+// the session era, and in the session made for a 2026-07-28 client's
+// declared capabilities of that server.
+func TestListenRemoteExtensions(t *testing.T) {
+	const exts = `{"io.example/client-ext":{"version":2},"io.unknown/x":{"deep":[1,{"a":null}],"s":"caf\u00e9"}}`
+	var declared map[string]any
+	if err := json.Unmarshal([]byte(exts), &declared); err != nil {
+		t.Fatal(err)
+	}
+	modern := startModernRemote(t, true)
+	dual := startModernRemote(t, false, true)
+	g := startServe(t, fmt.Sprintf(`{"modern": {"url": %q}, "dual": {"url": %q, "discoverFirst": false}}`, modern.url, dual.url))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wantIn := func(who, seen string) {
+		t.Helper()
+		var caps struct {
+			Extensions json.RawMessage `json:"extensions"`
+		}
+		if err := json.Unmarshal([]byte(seen), &caps); err != nil {
+			t.Fatalf("%s: the server saw capabilities %q: %v", who, seen, err)
+		}
+		var got any
+		_ = json.Unmarshal(caps.Extensions, &got)
+		if g, _ := json.Marshal(got); string(g) != mustJSON(declared) {
+			t.Errorf("%s: the server saw extensions %s, want %s", who, caps.Extensions, mustJSON(declared))
+		}
+	}
+
+	// A 2026-07-28 client, to the 2026-07-28 server.
+	status, out := postModernAs(ctx, t, g.gw, map[string]any{"extensions": declared}, "tools/call", "modern_seen_caps", 1, map[string]any{"name": "modern_seen_caps", "arguments": map[string]any{}})
+	if status != http.StatusOK || out["result"] == nil {
+		t.Fatalf("2026-07-28 seen_caps: status %d: %v\nlog:\n%s", status, out, g.serveLog())
+	}
+	wantIn("a 2026-07-28 client's request", resultText(t, out["result"]))
+	status, out = postModernAs(ctx, t, g.gw, map[string]any{"extensions": declared}, "tools/call", "seen_caps", 2, map[string]any{"name": "seen_caps", "arguments": map[string]any{}})
+	if status != http.StatusOK || out["result"] == nil {
+		t.Fatalf("2026-07-28 seen_caps of the session-era server: status %d: %v\nlog:\n%s", status, out, g.serveLog())
+	}
+	wantIn("a 2026-07-28 client's call to the session-era server", resultText(t, out["result"]))
+
+	// A session-era client, to both servers (each has its own seen_caps:
+	// dual's keeps the name, sorted first; modern's is prefixed).
+	c := newTaskClient(t, g.gw, `{"extensions":`+exts+`}`, func(m string, _ json.RawMessage) (any, error) { return map[string]any{}, nil })
+	for who, tool := range map[string]string{"the 2026-07-28 server, for a session-era client": "modern_seen_caps", "the session-era server's session of the client": "seen_caps"} {
+		wantIn(who, resultText(t, c.ok("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}})))
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// resultText is the text content of a raw tools/call result.
+func resultText(t *testing.T, result any) string {
+	t.Helper()
+	m, _ := result.(map[string]any)
+	content, _ := m["content"].([]any)
+	var b strings.Builder
+	for _, c := range content {
+		if cm, ok := c.(map[string]any); ok {
+			s, _ := cm["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	if b.Len() == 0 {
+		t.Fatalf("no text in the result %v", result)
+	}
+	return b.String()
 }
