@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/test/nginx"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -336,4 +338,53 @@ func resultText(t *testing.T, result any) string {
 		t.Fatalf("no text in the result %v", result)
 	}
 	return b.String()
+}
+
+// TestListenBehindProxyReadTimeout: behind nginx with a read timeout
+// shorter than the clients' idle time (platforms keep nginx's 60 s
+// default), a 2026-07-28 client's subscriptions/listen stream and a
+// session-era client's GET stream stay open, kept alive by the gateway's
+// comments (--stream-keepalive), and carry the tools/list_changed that
+// comes after a long silence.
+func TestListenBehindProxyReadTimeout(t *testing.T) {
+	const readTimeout = 2 * time.Second
+	g := startServe(t, fmt.Sprintf(`{"state": {"runCmd": %q}}`, stateServerEnv+"=1 "+testServerCmd()), "--stream-keepalive", (readTimeout / 4).String())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := nginx.Start(ctx, nginx.Config{
+		Upstream: g.port,
+		Location: append(slices.DeleteFunc(slices.Clone(nginx.Streaming), func(d string) bool { return strings.HasPrefix(d, "proxy_read_timeout") }),
+			"proxy_read_timeout "+readTimeout.String()),
+		AsRoot: os.Geteuid() == 0,
+		Dir:    t.TempDir(),
+		Bin:    nginxBinary(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	proxied := *g.gw
+	proxied.t = t
+	proxied.url = p.URL + "/mcp"
+	stateless, statelessChanged := proxied.connectNamed(ctx, "", "Listener")
+	session, sessionChanged := proxied.connectNamed(ctx, sessionEra, "Sessioner")
+	toolNames(ctx, t, stateless)
+	toolNames(ctx, t, session)
+
+	// Idle for three of the proxy's read timeouts: what the scenario is
+	// about, not a wait for something to happen.
+	time.Sleep(3 * readTimeout)
+	direct, _ := g.connectNamed(ctx, sessionEra, "Grower")
+	callAs(ctx, t, "the growing client", direct, "grow", map[string]any{"name": "after_silence"})
+	for who, c := range map[string]struct {
+		cs      *mcp.ClientSession
+		changed <-chan struct{}
+	}{"the 2026-07-28 client": {stateless, statelessChanged}, "the 2025-11-25 client": {session, sessionChanged}} {
+		select {
+		case <-c.changed:
+		case <-ctx.Done():
+			t.Fatalf("%s, behind nginx, got no tools/list_changed after %s of silence\nnginx:\n%s\nlog:\n%s", who, 3*readTimeout, p.Output(), g.serveLog())
+		}
+		waitListed(ctx, t, c.cs, c.changed, "after_silence")
+	}
 }
