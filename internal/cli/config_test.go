@@ -89,7 +89,7 @@ func TestFlagRefusals(t *testing.T) {
 	}{
 		{"serve bad log level", runServe, []string{"--log-level", "loud"}, "mcp-gateway serve: --log-level: slog: level string \"loud\": unknown name\n"},
 		{"serve negative limit", runServe, []string{"--max-sessions", "-1"}, "mcp-gateway serve: --max-header-bytes, --max-connections and --max-sessions must not be negative\n"},
-		{"serve negative timeout", runServe, []string{"--idle-timeout", "-1s"}, "mcp-gateway serve: --read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative\n"},
+		{"serve negative timeout", runServe, []string{"--idle-timeout", "-1s"}, "mcp-gateway serve: --read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout, --stream-keepalive and --session-idle-timeout must not be negative\n"},
 		{"launcher argument", runLaunch, []string{"x"}, "mcp-gateway: unexpected argument \"x\"; run mcp-gateway --help\n"},
 		{"launcher negative limit", runLaunch, []string{"--max-connections", "-1"}, "mcp-gateway: --max-header-bytes, --max-connections and --max-sessions must not be negative\n"},
 		{"pull nothing", runPull, []string{"--catalog-file", "/nonexistent"}, "mcp-gateway pull: name the servers to install; the catalog has: " + catalogNames + "\n"},

@@ -226,6 +226,7 @@ type httpFlags struct {
 	maxHeaderBytes     int
 	maxConnections     int
 	slowClientTimeout  time.Duration
+	streamKeepalive    time.Duration
 	sessionIdleTimeout time.Duration
 	maxSessions        int
 	// The per-tenant quotas of sessions and of the bytes kept to replay
@@ -243,6 +244,7 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 1<<20, "largest request head accepted (431 beyond)")
 	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the oldest that never authenticated, else the longest idle one, or is answered 503 if all are serving authenticated requests (0: no limit)")
 	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
+	fs.DurationVar(&f.streamKeepalive, "stream-keepalive", front.DefaultStreamKeepalive, "how long an SSE stream may go without a write before it gets a comment line, so that a proxy's read timeout does not close an idle stream (0: never)")
 	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond ends the idlest session of the tenant holding the most, or is answered 503 (0: no limit)")
 	fs.IntVar(&f.maxSessionsPerTenant, "max-sessions-per-tenant", 100, "open sessions of one tenant at most (host: a sandbox; serve: a client identity, its initialize's clientInfo.name); an initialize beyond ends the tenant's session idle for longest (0: no limit)")
@@ -260,6 +262,7 @@ func (f *httpFlags) args() []string {
 		fmt.Sprintf("--max-header-bytes=%d", f.maxHeaderBytes),
 		fmt.Sprintf("--max-connections=%d", f.maxConnections),
 		"--slow-client-timeout=" + f.slowClientTimeout.String(),
+		"--stream-keepalive=" + f.streamKeepalive.String(),
 		"--session-idle-timeout=" + f.sessionIdleTimeout.String(),
 		fmt.Sprintf("--max-sessions=%d", f.maxSessions),
 		fmt.Sprintf("--max-sessions-per-tenant=%d", f.maxSessionsPerTenant),
@@ -272,8 +275,8 @@ func (f *httpFlags) args() []string {
 // check refuses negative limits.
 func (f *httpFlags) check() error {
 	switch {
-	case f.readHeaderTimeout < 0, f.bodyReadTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0:
-		return errors.New("--read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
+	case f.readHeaderTimeout < 0, f.bodyReadTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0, f.streamKeepalive < 0:
+		return errors.New("--read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout, --stream-keepalive and --session-idle-timeout must not be negative")
 	case f.maxHeaderBytes < 0, f.maxConnections < 0, f.maxSessions < 0:
 		return errors.New("--max-header-bytes, --max-connections and --max-sessions must not be negative")
 	case f.maxSessionsPerTenant < 0, f.replayBytesPerStream < 0, f.replayBytesPerSession < 0, f.replayBytes < 0:
@@ -285,6 +288,10 @@ func (f *httpFlags) check() error {
 // configure gives the front its limits and logger.
 func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
 	h.SlowClientTimeout = f.slowClientTimeout
+	h.StreamKeepalive = f.streamKeepalive
+	if f.streamKeepalive == 0 {
+		h.StreamKeepalive = -1 // the flag's 0 is never; the front's, its default
+	}
 	h.BodyReadTimeout = f.bodyReadTimeout
 	if f.bodyReadTimeout == 0 {
 		h.BodyReadTimeout = -1 // the flag's 0 is no limit; the front's, its default

@@ -118,6 +118,9 @@ type server struct {
 	// A remote server gets an upstream session per session-era client,
 	// offered exactly that client's capabilities (see AddPerClient).
 	newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream
+	// extSessions: its sessions for 2026-07-28 clients' declared
+	// extensions (extensions.go).
+	extSessions extensionSessions
 
 	callTimeout time.Duration // this server's own; 0: RouterOptions.CallTimeout
 }
@@ -234,12 +237,17 @@ func (r *Router) Remove(name string) error {
 	return errors.Join(errs...)
 }
 
-// close closes a server's upstream.
+// close closes a server's upstream, and its sessions for 2026-07-28
+// clients' extensions.
 func (s *server) close() []error {
-	if err := s.up.Close(); err != nil {
-		return []error{fmt.Errorf("mcp server %q: %w", s.name, err)}
+	var errs []error
+	for _, err := range s.extSessions.close() {
+		errs = append(errs, fmt.Errorf("mcp server %q (a session for a client's extensions): %w", s.name, err))
 	}
-	return nil
+	if err := s.up.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
+	}
+	return errs
 }
 
 // AddShared registers an upstream like Add, as the one upstream of its
