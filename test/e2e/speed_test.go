@@ -128,3 +128,50 @@ func TestServeTracesWithoutGRPC(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A plain JSON answer goes with its Content-Length whatever its size: beyond
+// net/http's 2 KiB buffer it was sent chunked, its last chunk written apart
+// (one more write(2) per call; issue 26).
+func TestServePlainJSONAnswerHasItsLength(t *testing.T) {
+	s := startServe(t, `{"e2e": {"runCmd": "`+testServerCmd()+`"}}`)
+	post := func(sid, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", s.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	resp = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	for _, n := range []int{100, 3000, 20000} {
+		text := strings.Repeat("x", n)
+		resp := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+text+`"}}}`)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `"text":"`+text+`"`) {
+			t.Fatalf("%d bytes: status %d, %v, body %.100q", n, resp.StatusCode, err, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%d bytes: Content-Type %q, want application/json", n, ct)
+		}
+		if len(resp.TransferEncoding) > 0 || resp.ContentLength != int64(len(body)) {
+			t.Errorf("%d bytes: Transfer-Encoding %v, Content-Length %d; want none and %d", n, resp.TransferEncoding, resp.ContentLength, len(body))
+		}
+	}
+}
