@@ -6,8 +6,8 @@ package telemetry
 // (open-telemetry/opentelemetry-go#2579, #8385): about 4 MiB of the
 // gateway's resident memory at rest, whether tracing is on or not. This one
 // speaks the same protocol (protobuf over HTTP POST, the messages of
-// go.opentelemetry.io/proto/otlp/trace/v1) with the same OTEL_EXPORTER_OTLP_*
-// variables, and nothing else.
+// go.opentelemetry.io/proto/otlp/trace/v1, written field by field) with the
+// same OTEL_EXPORTER_OTLP_* variables, and nothing else.
 
 import (
 	"bytes"
@@ -15,8 +15,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,11 +33,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // otlpConfig is what the OTEL_EXPORTER_OTLP_* variables say about the
@@ -201,10 +199,7 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if closed || len(spans) == 0 {
 		return nil
 	}
-	body, err := encodeExport(spans)
-	if err != nil {
-		return fmt.Errorf("OTLP trace export: encoding %d spans: %w", len(spans), err)
-	}
+	body := encodeExport(spans)
 	if e.cfg.gzip {
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
@@ -287,100 +282,204 @@ func (e *otlpExporter) Shutdown(ctx context.Context) error {
 
 // encodeExport encodes an ExportTraceServiceRequest: its only field,
 // resource_spans (1), repeated, one per resource, each holding one
-// ScopeSpans per instrumentation scope, in the order the spans came.
-func encodeExport(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
+// ScopeSpans per instrumentation scope, in the order the spans came. It
+// writes the protobuf wire format straight from the spans (the field numbers
+// of opentelemetry/proto/trace/v1/trace.proto and common/v1/common.proto):
+// no message objects per span, attribute and value to build, keep until the
+// export and collect afterwards, as the generated types would need.
+func encodeExport(spans []sdktrace.ReadOnlySpan) []byte {
 	type scopeKey struct {
 		res   *resource.Resource
 		scope instrumentation.Scope
 	}
 	var (
-		resources []*tracepb.ResourceSpans
-		byRes     = map[*resource.Resource]*tracepb.ResourceSpans{}
-		byScope   = map[scopeKey]*tracepb.ScopeSpans{}
+		resources []*resource.Resource
+		scopes    = map[*resource.Resource][]instrumentation.Scope{}
+		byScope   = map[scopeKey][]sdktrace.ReadOnlySpan{}
 	)
 	for _, s := range spans {
 		res := s.Resource()
-		rs := byRes[res]
-		if rs == nil {
-			rs = &tracepb.ResourceSpans{Resource: resourceProto(res), SchemaUrl: res.SchemaURL()}
-			byRes[res] = rs
-			resources = append(resources, rs)
+		if _, ok := scopes[res]; !ok {
+			resources = append(resources, res)
+			scopes[res] = nil
 		}
 		k := scopeKey{res, s.InstrumentationScope()}
-		ss := byScope[k]
-		if ss == nil {
-			ss = &tracepb.ScopeSpans{SchemaUrl: k.scope.SchemaURL, Scope: &commonpb.InstrumentationScope{
-				Name: k.scope.Name, Version: k.scope.Version, Attributes: attributesProto(k.scope.Attributes.ToSlice()),
-			}}
-			byScope[k] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+		if _, ok := byScope[k]; !ok {
+			scopes[res] = append(scopes[res], k.scope)
 		}
-		ss.Spans = append(ss.Spans, spanProto(s))
+		byScope[k] = append(byScope[k], s)
 	}
-	var out []byte
-	for _, rs := range resources {
-		b, err := proto.Marshal(rs)
-		if err != nil {
-			return nil, err
+	e := &pbuf{b: make([]byte, 0, 512*len(spans))}
+	for _, res := range resources {
+		rs := e.begin(1) // ExportTraceServiceRequest.resource_spans
+		r := e.begin(1)  // ResourceSpans.resource
+		if res != nil {
+			for _, kv := range res.Attributes() {
+				e.keyValue(1, kv) // Resource.attributes
+			}
 		}
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
+		e.end(r)
+		for _, sc := range scopes[res] {
+			ss := e.begin(2) // ResourceSpans.scope_spans
+			is := e.begin(1) // ScopeSpans.scope
+			e.str(1, sc.Name)
+			e.str(2, sc.Version)
+			for _, kv := range sc.Attributes.ToSlice() {
+				e.keyValue(3, kv)
+			}
+			e.end(is)
+			for _, s := range byScope[scopeKey{res, sc}] {
+				e.span(s)
+			}
+			e.str(3, sc.SchemaURL) // ScopeSpans.schema_url
+			e.end(ss)
+		}
+		if res != nil {
+			e.str(3, res.SchemaURL()) // ResourceSpans.schema_url
+		}
+		e.end(rs)
 	}
-	return out, nil
+	return e.b
 }
 
-func resourceProto(r *resource.Resource) *resourcepb.Resource {
-	if r == nil {
-		return &resourcepb.Resource{}
-	}
-	return &resourcepb.Resource{Attributes: attributesProto(r.Attributes())}
+// pbuf appends protobuf fields to b. Zero values are left out, as proto3
+// encodes them.
+type pbuf struct{ b []byte }
+
+// begin starts a length-delimited field, reserving one byte for its length,
+// and returns where its content starts.
+func (e *pbuf) begin(n protowire.Number) int {
+	e.b = protowire.AppendTag(e.b, n, protowire.BytesType)
+	e.b = append(e.b, 0)
+	return len(e.b)
 }
 
-func spanProto(s sdktrace.ReadOnlySpan) *tracepb.Span {
+// end writes the length of the field begun at start, moving its content
+// when the length takes more than the byte reserved.
+func (e *pbuf) end(start int) {
+	n := len(e.b) - start
+	if n < 0x80 {
+		e.b[start-1] = byte(n)
+		return
+	}
+	var l [binary.MaxVarintLen64]byte
+	lv := protowire.AppendVarint(l[:0], uint64(n))
+	extra := len(lv) - 1
+	e.b = append(e.b, l[:extra]...)
+	copy(e.b[start+extra:], e.b[start:start+n])
+	copy(e.b[start-1:], lv)
+}
+
+func (e *pbuf) str(n protowire.Number, v string) {
+	if v != "" {
+		e.b = protowire.AppendTag(e.b, n, protowire.BytesType)
+		e.b = protowire.AppendString(e.b, v)
+	}
+}
+
+func (e *pbuf) bytes(n protowire.Number, v []byte) {
+	if len(v) > 0 {
+		e.b = protowire.AppendTag(e.b, n, protowire.BytesType)
+		e.b = protowire.AppendBytes(e.b, v)
+	}
+}
+
+func (e *pbuf) varint(n protowire.Number, v uint64) {
+	if v != 0 {
+		e.b = protowire.AppendTag(e.b, n, protowire.VarintType)
+		e.b = protowire.AppendVarint(e.b, v)
+	}
+}
+
+func (e *pbuf) fixed64(n protowire.Number, v uint64) {
+	if v != 0 {
+		e.b = protowire.AppendTag(e.b, n, protowire.Fixed64Type)
+		e.b = protowire.AppendFixed64(e.b, v)
+	}
+}
+
+func (e *pbuf) fixed32(n protowire.Number, v uint32) {
+	if v != 0 {
+		e.b = protowire.AppendTag(e.b, n, protowire.Fixed32Type)
+		e.b = protowire.AppendFixed32(e.b, v)
+	}
+}
+
+// span writes ScopeSpans.spans (2): one Span.
+func (e *pbuf) span(s sdktrace.ReadOnlySpan) {
+	sp := e.begin(2)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	out := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             sc.TraceState().String(),
-		Flags:                  spanFlags(sc.TraceFlags(), s.Parent()),
-		Name:                   s.Name(),
-		Kind:                   tracepb.Span_SpanKind(s.SpanKind()), // the same numbers, unspecified to consumer
-		StartTimeUnixNano:      unixNano(s.StartTime()),
-		EndTimeUnixNano:        unixNano(s.EndTime()),
-		Attributes:             attributesProto(s.Attributes()),
-		DroppedAttributesCount: uint32(s.DroppedAttributes()),
-		DroppedEventsCount:     uint32(s.DroppedEvents()),
-		DroppedLinksCount:      uint32(s.DroppedLinks()),
-		Status:                 statusProto(s.Status()),
-	}
+	e.bytes(1, tid[:])
+	e.bytes(2, sid[:])
+	e.str(3, sc.TraceState().String())
 	if p := s.Parent(); p.SpanID().IsValid() {
 		psid := p.SpanID()
-		out.ParentSpanId = psid[:]
+		e.bytes(4, psid[:])
 	}
+	e.str(5, s.Name())
+	e.varint(6, uint64(s.SpanKind())) // SpanKind: the same numbers, unspecified to consumer
+	e.fixed64(7, unixNano(s.StartTime()))
+	e.fixed64(8, unixNano(s.EndTime()))
+	for _, kv := range s.Attributes() {
+		e.keyValue(9, kv)
+	}
+	e.varint(10, uint64(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
-		out.Events = append(out.Events, &tracepb.Span_Event{
-			TimeUnixNano: unixNano(ev.Time), Name: ev.Name,
-			Attributes: attributesProto(ev.Attributes), DroppedAttributesCount: uint32(ev.DroppedAttributeCount),
-		})
+		m := e.begin(11) // Span.Event
+		e.fixed64(1, unixNano(ev.Time))
+		e.str(2, ev.Name)
+		for _, kv := range ev.Attributes {
+			e.keyValue(3, kv)
+		}
+		e.varint(4, uint64(ev.DroppedAttributeCount))
+		e.end(m)
 	}
+	e.varint(12, uint64(s.DroppedEvents()))
 	for _, l := range s.Links() {
+		m := e.begin(13) // Span.Link
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		out.Links = append(out.Links, &tracepb.Span_Link{
-			TraceId: ltid[:], SpanId: lsid[:], TraceState: l.SpanContext.TraceState().String(),
-			Attributes: attributesProto(l.Attributes), DroppedAttributesCount: uint32(l.DroppedAttributeCount),
-			Flags: spanFlags(l.SpanContext.TraceFlags(), l.SpanContext),
-		})
+		e.bytes(1, ltid[:])
+		e.bytes(2, lsid[:])
+		e.str(3, l.SpanContext.TraceState().String())
+		for _, kv := range l.Attributes {
+			e.keyValue(4, kv)
+		}
+		e.varint(5, uint64(l.DroppedAttributeCount))
+		e.fixed32(6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
+		e.end(m)
 	}
-	return out
+	e.varint(14, uint64(s.DroppedLinks()))
+	st := e.begin(15) // Span.status: message (2), code (3)
+	switch status := s.Status(); status.Code {
+	case codes.Error:
+		e.str(2, status.Description)
+		e.varint(3, statusCodeError)
+	case codes.Ok:
+		e.varint(3, statusCodeOK)
+	}
+	e.end(st)
+	e.fixed32(16, spanFlags(sc.TraceFlags(), s.Parent()))
+	e.end(sp)
 }
 
-// spanFlags are the W3C trace flags with whether the parent is remote (the
-// two SPAN_FLAGS_CONTEXT_* bits).
+// Status.StatusCode (not the SDK's codes.Code, whose numbers differ).
+const (
+	statusCodeOK    = 1
+	statusCodeError = 2
+)
+
+// The two SPAN_FLAGS_CONTEXT_* bits of Span.flags and Link.flags.
+const (
+	flagHasIsRemote = 0x100
+	flagIsRemote    = 0x200
+)
+
+// spanFlags are the W3C trace flags with whether the parent is remote.
 func spanFlags(f trace.TraceFlags, parent trace.SpanContext) uint32 {
-	flags := uint32(f) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
+	flags := uint32(f) | flagHasIsRemote
 	if parent.IsRemote() {
-		flags |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
+		flags |= flagIsRemote
 	}
 	return flags
 }
@@ -392,59 +491,61 @@ func unixNano(t time.Time) uint64 {
 	return uint64(t.UnixNano())
 }
 
-func statusProto(s sdktrace.Status) *tracepb.Status {
-	switch s.Code {
-	case codes.Error:
-		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: s.Description}
-	case codes.Ok:
-		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_OK}
-	}
-	return &tracepb.Status{}
+// keyValue writes one KeyValue (key 1, value 2) as field n.
+func (e *pbuf) keyValue(n protowire.Number, kv attribute.KeyValue) {
+	m := e.begin(n)
+	e.str(1, string(kv.Key))
+	e.anyValue(2, kv.Value)
+	e.end(m)
 }
 
-func attributesProto(kvs []attribute.KeyValue) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := make([]*commonpb.KeyValue, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, &commonpb.KeyValue{Key: string(kv.Key), Value: valueProto(kv.Value)})
-	}
-	return out
-}
-
-func valueProto(v attribute.Value) *commonpb.AnyValue {
+// anyValue writes one AnyValue as field n: its oneof is string_value (1),
+// bool_value (2), int_value (3), double_value (4), array_value (5),
+// kvlist_value (6) or bytes_value (7). A set oneof member is written even
+// when it is its type's zero value.
+func (e *pbuf) anyValue(n protowire.Number, v attribute.Value) {
+	m := e.begin(n)
 	switch v.Type() {
 	case attribute.BOOL:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+		e.b = protowire.AppendTag(e.b, 2, protowire.VarintType)
+		e.b = protowire.AppendVarint(e.b, protowire.EncodeBool(v.AsBool()))
 	case attribute.INT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+		e.b = protowire.AppendTag(e.b, 3, protowire.VarintType)
+		e.b = protowire.AppendVarint(e.b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+		e.b = protowire.AppendTag(e.b, 4, protowire.Fixed64Type)
+		e.b = protowire.AppendFixed64(e.b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
+		e.b = protowire.AppendTag(e.b, 1, protowire.BytesType)
+		e.b = protowire.AppendString(e.b, v.AsString())
 	case attribute.BYTESLICE:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
+		e.b = protowire.AppendTag(e.b, 7, protowire.BytesType)
+		e.b = protowire.AppendBytes(e.b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		return arrayProto(v.AsBoolSlice(), func(b bool) attribute.Value { return attribute.BoolValue(b) })
+		arrayOf(e, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		return arrayProto(v.AsInt64Slice(), attribute.Int64Value)
+		arrayOf(e, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		return arrayProto(v.AsFloat64Slice(), attribute.Float64Value)
+		arrayOf(e, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		return arrayProto(v.AsStringSlice(), attribute.StringValue)
+		arrayOf(e, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		return arrayProto(v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
+		arrayOf(e, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: attributesProto(v.AsMap())}}}
+		l := e.begin(6) // KeyValueList.values (1)
+		for _, kv := range v.AsMap() {
+			e.keyValue(1, kv)
+		}
+		e.end(l)
 	}
-	return &commonpb.AnyValue{}
+	e.end(m)
 }
 
-func arrayProto[T any](xs []T, value func(T) attribute.Value) *commonpb.AnyValue {
-	vals := make([]*commonpb.AnyValue, len(xs))
-	for i, x := range xs {
-		vals[i] = valueProto(value(x))
+// arrayOf writes AnyValue.array_value (5): ArrayValue.values (1).
+func arrayOf[T any](e *pbuf, xs []T, value func(T) attribute.Value) {
+	a := e.begin(5)
+	for _, x := range xs {
+		e.anyValue(1, value(x))
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vals}}}
+	e.end(a)
 }

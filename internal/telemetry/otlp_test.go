@@ -262,3 +262,58 @@ func TestOTLPExportRetries(t *testing.T) {
 		t.Errorf("export after Shutdown: %v, want a quiet drop", err)
 	}
 }
+
+// TestOTLPEncodeValues: every attribute type, zero values (a set oneof
+// member is sent even when zero) and lengths past one and two varint bytes
+// read back as they were, by the generated decoder.
+func TestOTLPEncodeValues(t *testing.T) {
+	var spans []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(&collect{out: &spans})))
+	long := strings.Repeat("ü", 10000) // 20000 bytes: a three-byte length inside four nested lengths
+	_, span := tp.Tracer("gw").Start(context.Background(), "s")
+	span.SetAttributes(attribute.Bool("f", false), attribute.Int64("zero", 0), attribute.Float64("fz", 0), attribute.String("empty", ""),
+		attribute.String("long", long), attribute.BoolSlice("bs", []bool{true, false}), attribute.Float64Slice("fs", []float64{-2.5}),
+		attribute.Int("neg", -1))
+	span.End()
+	_ = tp.Shutdown(context.Background())
+
+	var ex coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(encodeExport(spans), &ex); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range ex.ResourceSpans[0].ScopeSpans[0].Spans[0].Attributes {
+		if kv.Key == "long" {
+			if kv.Value.GetStringValue() != long {
+				t.Errorf("long: %d bytes back, want %d", len(kv.Value.GetStringValue()), len(long))
+			}
+			continue
+		}
+		got[kv.Key] = strings.Join(strings.Fields(kv.Value.String()), " ")
+	}
+	for k, want := range map[string]string{"f": "bool_value:false", "zero": "int_value:0", "fz": "double_value:0", "empty": `string_value:""`,
+		"bs": "array_value:{values:{bool_value:true} values:{bool_value:false}}", "fs": "array_value:{values:{double_value:-2.5}}", "neg": "int_value:-1"} {
+		if got[k] != want {
+			t.Errorf("attribute %s = %q, want %q", k, got[k], want)
+		}
+	}
+}
+
+// BenchmarkOTLPEncode encodes a batch of 64 of the gateway's spans.
+func BenchmarkOTLPEncode(b *testing.B) {
+	var spans []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(&collect{out: &spans})))
+	for range 32 {
+		ctx, s := tp.Tracer("gw").Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer))
+		s.SetAttributes(attribute.String(attrMethod, "tools/call"), attribute.String(attrRequestID, "7"),
+			attribute.String(attrSessionID, "0123456789abcdef"), attribute.String(attrProtocolVersion, "2025-11-25"), attribute.String(attrToolName, "echo"))
+		_, c := tp.Tracer("gw").Start(ctx, "tools/call echo", trace.WithSpanKind(trace.SpanKindClient))
+		c.SetAttributes(attribute.String(attrMethod, "tools/call"), attribute.String(attrServer, "echo"), attribute.String(attrToolName, "echo"))
+		c.End()
+		s.End()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = encodeExport(spans)
+	}
+}
