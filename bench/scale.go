@@ -246,7 +246,9 @@ func holdSessions(t *target, n int) (*sessionResult, error) {
 			defer c.Close()
 			var buf []byte
 			for i := w; i < n; i += workers {
-				s, err := openSession(c, t.era)
+				// 50 sessions a client: the gateway holds at most 100 of one
+				// client identity (--max-sessions-per-tenant).
+				s, err := openSessionAs(c, t.era, fmt.Sprintf("mcp-gateway-bench-%d", i/50))
 				if err != nil {
 					errs[w] = err
 					return
