@@ -40,6 +40,7 @@ import (
 // trace export.
 type otlpConfig struct {
 	endpoint string // the full URL spans are POSTed to
+	shown    string // endpoint with any password in it redacted, for errors
 	headers  map[string]string
 	timeout  time.Duration // of one export, retries included
 	gzip     bool
@@ -63,6 +64,7 @@ func traceVar(getenv func(string) string, name string) (value, key string) {
 // http://localhost:4318/v1/traces.
 func readOTLPConfig(getenv func(string) string) (*otlpConfig, error) {
 	c := &otlpConfig{endpoint: "http://localhost:4318/v1/traces", headers: map[string]string{}, timeout: 10 * time.Second}
+	c.shown = c.endpoint
 	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); v != "" {
 		u, err := parseEndpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", v)
 		if err != nil {
@@ -71,14 +73,14 @@ func readOTLPConfig(getenv func(string) string) (*otlpConfig, error) {
 		if u.Path == "" {
 			u.Path = "/"
 		}
-		c.endpoint = u.String()
+		c.endpoint, c.shown = u.String(), u.Redacted()
 	} else if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); v != "" {
 		u, err := parseEndpoint("OTEL_EXPORTER_OTLP_ENDPOINT", v)
 		if err != nil {
 			return nil, err
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
-		c.endpoint = u.String()
+		c.endpoint, c.shown = u.String(), u.Redacted()
 	}
 	// Headers: the general list, then the traces-specific one over it.
 	for _, key := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
@@ -238,7 +240,7 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 func (e *otlpExporter) post(ctx context.Context, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return -1, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.endpoint, err)
+		return -1, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.shown, err)
 	}
 	for k, v := range e.cfg.headers {
 		req.Header.Set(k, v)
@@ -250,16 +252,16 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (time.Duration, er
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return -1, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.endpoint, err)
+			return -1, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.shown, err)
 		}
-		return 0, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.endpoint, err)
+		return 0, fmt.Errorf("OTLP trace export to %s: %w", e.cfg.shown, err)
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
 		return 0, nil
 	}
-	err = fmt.Errorf("OTLP trace export to %s: %s: %s", e.cfg.endpoint, resp.Status, strings.TrimSpace(string(msg)))
+	err = fmt.Errorf("OTLP trace export to %s: %s: %s", e.cfg.shown, resp.Status, strings.TrimSpace(string(msg)))
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {

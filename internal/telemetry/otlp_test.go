@@ -317,3 +317,19 @@ func BenchmarkOTLPEncode(b *testing.B) {
 		_ = encodeExport(spans)
 	}
 }
+
+// An endpoint's password never reaches an error (the log).
+func TestOTLPExportErrorHidesPassword(t *testing.T) {
+	rcv := &receiver{statuses: []int{http.StatusUnauthorized}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	e, err := newOTLPExporter(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": strings.Replace(srv.URL, "http://", "http://user:s3cret@", 1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, _ := recordSpans(t)
+	err = e.ExportSpans(context.Background(), spans)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "401 Unauthorized") {
+		t.Errorf("error %v: want the 401, without the password", err)
+	}
+}
