@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -261,7 +262,7 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (time.Duration, er
 	if resp.StatusCode/100 == 2 {
 		return 0, nil
 	}
-	err = fmt.Errorf("OTLP trace export to %s: %s: %s", e.cfg.shown, resp.Status, strings.TrimSpace(string(msg)))
+	err = fmt.Errorf("OTLP trace export to %s: %s%s", e.cfg.shown, resp.Status, answerText(resp.Header.Get("Content-Type"), msg))
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
@@ -270,6 +271,22 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (time.Duration, er
 		return 0, err
 	}
 	return -1, err
+}
+
+// answerText is what an error shows of a collector's answer: its text,
+// clipped, quoted when it is not printable; nothing of a protobuf Status.
+func answerText(contentType string, body []byte) string {
+	text := strings.TrimSpace(string(body))
+	if text == "" || strings.Contains(contentType, "protobuf") {
+		return ""
+	}
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	if !utf8.ValidString(text) || strings.ContainsFunc(text, func(r rune) bool { return r < ' ' && r != '\t' }) {
+		return ": " + strconv.Quote(text)
+	}
+	return ": " + text
 }
 
 // Shutdown makes further exports no-ops; the batch processor has flushed

@@ -333,3 +333,17 @@ func TestOTLPExportErrorHidesPassword(t *testing.T) {
 		t.Errorf("error %v: want the 401, without the password", err)
 	}
 }
+
+func TestOTLPAnswerText(t *testing.T) {
+	for _, tc := range []struct{ ct, body, want string }{
+		{"text/plain", "bad batch\n", ": bad batch"},
+		{"application/x-protobuf", "\x08\x03\x12\x03bad", ""},
+		{"", "", ""},
+		{"text/plain", "a\x00b", `: "a\x00b"`},
+		{"text/plain", strings.Repeat("x", 300), ": " + strings.Repeat("x", 200) + "…"},
+	} {
+		if got := answerText(tc.ct, []byte(tc.body)); got != tc.want {
+			t.Errorf("answerText(%q, %q) = %q, want %q", tc.ct, tc.body, got, tc.want)
+		}
+	}
+}
