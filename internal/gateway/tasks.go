@@ -126,8 +126,11 @@ func (g *Gateway) maxTaskTTL() time.Duration {
 }
 
 func (g *Gateway) taskOwner(s *Session) any {
-	if g.Tasks.PerGateway {
+	switch {
+	case g.Tasks.PerGateway:
 		return g
+	case s.stateless:
+		return taskCreator{clientKey(s.clientInfo)}
 	}
 	return s
 }
@@ -159,34 +162,50 @@ func (r *taskRequest) keepsProgress() bool { return r != nil && r.task != nil &&
 // it reserves a place among the client's tasks (forgetting its oldest
 // finished one at the limit) and cuts a requested ttl to the ceiling.
 // Neither is done for another request (nil taskRequest).
-func (g *Gateway) requestTask(s *Session, method string, params json.RawMessage) (*taskRequest, json.RawMessage, *wire.Error) {
-	if s.stateless || method != "tools/call" || !bytes.Contains(params, []byte(`"task"`)) {
+// A 2026-07-28 client's is prepared by requestTask26; exposed is the
+// tool's name as the client called it.
+func (g *Gateway) requestTask(s *Session, srv *server, exposed, method string, params json.RawMessage) (*taskRequest, json.RawMessage, *wire.Error) {
+	if method != "tools/call" {
+		return nil, params, nil
+	}
+	if s.stateless {
+		return g.requestTask26(s, srv, exposed, params)
+	}
+	if !bytes.Contains(params, []byte(`"task"`)) {
 		return nil, params, nil // the call path's common case, decided without a scan
 	}
 	augment := wire.Get(params, "task")
 	if augment == nil || string(augment) == "null" {
 		return nil, params, nil
 	}
-	owner := g.taskOwner(s)
-	t := &g.tasks
-	t.mu.Lock()
-	h := t.holding(owner)
-	t.prune(h, time.Now())
-	if len(h.tasks)+h.pending >= g.maxTasks() {
-		if !t.forgetOldestFinished(h) {
-			t.mu.Unlock()
-			return nil, nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: this client holds %d unfinished tasks, the gateway's limit (--max-tasks-per-client); wait for one to finish or cancel one (tasks/cancel) before starting another", len(h.tasks)+h.pending)
-		}
+	tr, werr := g.reserveTask(g.taskOwner(s))
+	if werr != nil {
+		return nil, nil, werr
 	}
-	h.pending++
-	t.mu.Unlock()
 	ceiling := g.maxTaskTTL().Milliseconds()
 	if ttl, err := strconv.ParseInt(string(wire.Get(augment, "ttl")), 10, 64); err == nil && ttl > ceiling {
 		if augment, err = wire.Set(augment, "ttl", json.RawMessage(strconv.FormatInt(ceiling, 10))); err == nil {
 			params, _ = wire.Set(params, "task", augment)
 		}
 	}
-	return &taskRequest{g: g, owner: owner}, params, nil
+	return tr, params, nil
+}
+
+// reserveTask holds a place among the owner's tasks for a call that may
+// make one, forgetting its oldest finished task at the limit.
+func (g *Gateway) reserveTask(owner any) (*taskRequest, *wire.Error) {
+	t := &g.tasks
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.holding(owner)
+	t.prune(h, time.Now())
+	if len(h.tasks)+h.pending >= g.maxTasks() {
+		if !t.forgetOldestFinished(h) {
+			return nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: this client holds %d unfinished tasks, the gateway's limit (--max-tasks-per-client); wait for one to finish or cancel one (tasks/cancel) before starting another", len(h.tasks)+h.pending)
+		}
+	}
+	h.pending++
+	return &taskRequest{g: g, owner: owner}, nil
 }
 
 // release gives back the place of a call that made no task.
@@ -211,6 +230,9 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 	s, srv := c.sess, c.server
 	taskObj := wire.Get(result, "task")
 	upID, ok := wire.GetString(taskObj, "taskId")
+	if t, _ := wire.GetString(result, "resultType"); taskObj == nil && t == "task" {
+		upID, ok = wire.GetString(result, "taskId") // a 2026-07-28 server's, flat
+	}
 	if r == nil || !ok || upID == "" {
 		r.release()
 		return result
@@ -218,13 +240,27 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 	g := r.g
 	tk := &task{id: g.newID("gw-task-"), upID: upID, owner: r.owner, sess: s, srv: srv, up: up, gen: up.Generation()}
 	ttl := g.maxTaskTTL()
-	if ms, err := strconv.ParseInt(string(wire.Get(taskObj, "ttl")), 10, 64); err == nil && ms >= 0 {
+	granted := wire.Get(taskObj, "ttl")
+	if taskObj == nil {
+		granted = wire.Get(result, "ttlMs")
+	}
+	if ms, err := strconv.ParseInt(string(granted), 10, 64); err == nil && ms >= 0 {
 		ttl = min(ttl, time.Duration(ms)*time.Millisecond)
 	}
 	tk.expires = time.Now().Add(ttl)
 	result = g.clientView(tk, result)
-	tk.keep(wire.Get(result, "task"))
-	if c.gwToken != "" {
+	if s.stateless {
+		// Flat, in the 2026-07-28 names; kept as the server wrote it.
+		if taskObj == nil {
+			tk.keep(stateV2(result))
+		} else {
+			tk.keep(wire.Get(result, "task"))
+		}
+		result = createdV2(result)
+	} else {
+		tk.keep(wire.Get(result, "task"))
+	}
+	if c.gwToken != "" && !s.stateless {
 		// Its progress now goes to the client's own stream, the call's
 		// having ended, until the task is forgotten.
 		tk.progress = c.gwToken
@@ -416,9 +452,11 @@ func (g *Gateway) clientView(tk *task, msg json.RawMessage) json.RawMessage {
 		if id, ok := wire.GetString(obj, "taskId"); ok && id == tk.upID {
 			obj, _ = wire.SetString(obj, "taskId", tk.id)
 		}
-		if ttl := wire.Get(obj, "ttl"); ttl != nil {
-			if ms, err := strconv.ParseInt(string(ttl), 10, 64); err != nil || ms > g.maxTaskTTL().Milliseconds() {
-				obj, _ = wire.Set(obj, "ttl", ceiling)
+		for _, key := range []string{"ttl", "ttlMs"} { // the 2025-11-25 name, the 2026-07-28 one
+			if ttl := wire.Get(obj, key); ttl != nil {
+				if ms, err := strconv.ParseInt(string(ttl), 10, 64); err != nil || ms > g.maxTaskTTL().Milliseconds() {
+					obj, _ = wire.Set(obj, key, ceiling)
+				}
 			}
 		}
 		return obj
