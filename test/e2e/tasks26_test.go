@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tasks of 2026-07-28 (the io.modelcontextprotocol/tasks extension,
+// SEP-2663) through the real binary in serve mode, in front of the real
+// everything server, which speaks 2025-11-25 tasks: the gateway bridges
+// the generations. The clients are raw 2026-07-28 HTTP requests (the Go
+// SDK has no tasks API) and, for the other era, the raw session-era client
+// of tasks_test.go.
+
+var tasksExt = map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+
+// modernTask sends one 2026-07-28 request about a task (Mcp-Name is its id)
+// from client and returns the HTTP status and the answer.
+func modernTask(ctx context.Context, t *testing.T, g *gw, client string, caps map[string]any, method, id string, extra map[string]any) (int, map[string]any) {
+	t.Helper()
+	params := map[string]any{"taskId": id}
+	for k, v := range extra {
+		params[k] = v
+	}
+	return postModernFromAs(ctx, t, g, client, caps, method, id, 1, params)
+}
+
+// modernOK is modernTask's result, failing the test on anything else.
+func modernOK(ctx context.Context, t *testing.T, g *gw, client string, caps map[string]any, method, id string, extra map[string]any) map[string]any {
+	t.Helper()
+	status, out := modernTask(ctx, t, g, client, caps, method, id, extra)
+	return resultOf(t, method, status, out)
+}
+
+func resultOf(t *testing.T, what string, status int, out map[string]any) map[string]any {
+	t.Helper()
+	res, ok := out["result"].(map[string]any)
+	if status != http.StatusOK || !ok {
+		t.Fatalf("%s: status %d, %v", what, status, out)
+	}
+	return res
+}
+
+func errorOf(out map[string]any) (float64, string) {
+	e, _ := out["error"].(map[string]any)
+	code, _ := e["code"].(float64)
+	msg, _ := e["message"].(string)
+	return code, msg
+}
+
+// pollModern polls tasks/get until the task leaves working (a bound for a
+// broken gateway, not a measure: the server paces the task).
+func pollModern(ctx context.Context, t *testing.T, g *gw, client, id string) (map[string]any, []string) {
+	t.Helper()
+	var seen []string
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res := modernOK(ctx, t, g, client, tasksExt, "tasks/get", id, nil)
+		st, _ := res["status"].(string)
+		if len(seen) == 0 || seen[len(seen)-1] != st {
+			seen = append(seen, st)
+		}
+		if st != "working" || time.Now().After(deadline) {
+			return res, seen
+		}
+		wait := 200 * time.Millisecond
+		if ms, ok := res["pollIntervalMs"].(float64); ok && ms > 0 && ms < 5000 {
+			wait = time.Duration(ms) * time.Millisecond
+		}
+		time.Sleep(wait) // the server's poll interval: pacing, not synchronisation
+	}
+}
+
+func TestTasks26ThroughTheGateway(t *testing.T) {
+	g := launchEverything(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitForTools(ctx, t, g.gw, "simulate-research-query")
+
+	// Advertised as the extension, not as the session era's slot.
+	disc := postModern(ctx, t, g.gw, "server/discover", "", 1, map[string]any{})
+	caps, _ := disc["result"].(map[string]any)["capabilities"].(map[string]any)
+	exts, _ := caps["extensions"].(map[string]any)
+	if _, ok := exts["io.modelcontextprotocol/tasks"]; !ok || caps["tasks"] != nil {
+		t.Fatalf("server/discover capabilities = %v; want extensions[io.modelcontextprotocol/tasks] and no tasks", caps)
+	}
+
+	// Started (the server decides: the tool requires a task), polled, its
+	// result inlined once completed.
+	status, out := postModernFromAs(ctx, t, g.gw, "alice", tasksExt, "tools/call", "simulate-research-query", 2,
+		map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "gateways"}})
+	created := resultOf(t, "tools/call", status, out)
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || !strings.HasPrefix(id, "gw-task-") || created["status"] != "working" || created["task"] != nil {
+		t.Fatalf("CreateTaskResult = %v; want flat, resultType task, a working task of the gateway's id", created)
+	}
+	for _, legacy := range []string{"ttl", "pollInterval"} {
+		if _, ok := created[legacy]; ok {
+			t.Errorf("CreateTaskResult carries the 2025-11-25 %q: %v", legacy, created)
+		}
+	}
+	if ttl, _ := created["ttlMs"].(float64); ttl <= 0 || ttl > 3600000 {
+		t.Errorf("CreateTaskResult ttlMs = %v; want the server's, at most --task-ttl-max", created["ttlMs"])
+	}
+	done, seen := pollModern(ctx, t, g.gw, "alice", id)
+	if done["status"] != "completed" || done["taskId"] != id || done["resultType"] != "complete" {
+		t.Fatalf("tasks/get after polling (statuses %v) = %v; want completed", seen, done)
+	}
+	result, _ := done["result"].(map[string]any)
+	content, _ := json.Marshal(result["content"])
+	if !strings.Contains(string(content), "# Research Report: gateways") {
+		t.Errorf("completed task's inlined result = %s", content)
+	}
+	if meta, _ := result["_meta"].(map[string]any); meta["io.modelcontextprotocol/related-task"] != nil {
+		t.Errorf("inlined result carries related-task _meta: %v", meta)
+	}
+
+	// A second task, cancelled: the empty ack, then cancelled on tasks/get;
+	// cancelling it again is acknowledged the same way.
+	status, out = postModernFromAs(ctx, t, g.gw, "alice", tasksExt, "tools/call", "simulate-research-query", 3,
+		map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "cancel me"}})
+	id2, _ := resultOf(t, "second tools/call", status, out)["taskId"].(string)
+	for range 2 {
+		ack := modernOK(ctx, t, g.gw, "alice", tasksExt, "tasks/cancel", id2, nil)
+		delete(ack, "_meta")
+		if fmt.Sprint(ack) != "map[resultType:complete]" {
+			t.Errorf("tasks/cancel = %v; want the empty ack", ack)
+		}
+	}
+	got := modernOK(ctx, t, g.gw, "alice", tasksExt, "tasks/get", id2, nil)
+	if got["status"] != "cancelled" {
+		t.Errorf("tasks/get after tasks/cancel = %v", got)
+	}
+
+	// Another client, of either era: the id answers as an unknown one.
+	for _, method := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		extra := map[string]any{}
+		if method == "tasks/update" {
+			extra["inputResponses"] = map[string]any{}
+		}
+		theirStatus, theirs := modernTask(ctx, t, g.gw, "mallory", tasksExt, method, id, extra)
+		unknownStatus, unknown := modernTask(ctx, t, g.gw, "mallory", tasksExt, method, "gw-task-unknown", extra)
+		tc, tm := errorOf(theirs)
+		uc, um := errorOf(unknown)
+		if tc != -32602 || tc != uc || theirStatus != unknownStatus || tm != "Task not found: "+id || um != "Task not found: gw-task-unknown" {
+			t.Errorf("%s by another client: %d %v; of an unknown id: %d %v", method, theirStatus, theirs, unknownStatus, unknown)
+		}
+	}
+	old := newTaskClient(t, g.gw, `{}`, func(m string, _ json.RawMessage) (any, error) { return nil, fmt.Errorf("not asked: %s", m) })
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if r := old.call(method, map[string]any{"taskId": id}); r.Error == nil || r.Error.Code != -32602 || r.Error.Message != "Task not found: "+id {
+			t.Errorf("a session-era client's %s of a 2026-07-28 client's task = %s %+v", method, r.Result, r.Error)
+		}
+	}
+	// The creator still has it.
+	if again := modernOK(ctx, t, g.gw, "alice", tasksExt, "tasks/get", id, nil); again["status"] != "completed" {
+		t.Errorf("tasks/get by the creator after the others' tries = %v", again)
+	}
+
+	// Without the extension: -32021 (HTTP 400) naming it, and the tool that
+	// runs only as a task refused the same way.
+	noExt := map[string]any{}
+	st, refused := modernTask(ctx, t, g.gw, "alice", noExt, "tasks/get", id, nil)
+	if code, msg := errorOf(refused); st != http.StatusBadRequest || code != -32021 || !strings.Contains(msg, "io.modelcontextprotocol/tasks") {
+		t.Errorf("tasks/get without the extension: %d %v", st, refused)
+	}
+	st, refused = postModernFromAs(ctx, t, g.gw, "alice", noExt, "tools/call", "simulate-research-query", 4,
+		map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "x"}})
+	if code, _ := errorOf(refused); code != -32021 {
+		t.Errorf("a task-only tool without the extension: %d %v", st, refused)
+	}
+	// The session era's methods are not 2026-07-28's; a wrong Mcp-Name is refused.
+	if st, r := modernTask(ctx, t, g.gw, "alice", tasksExt, "tasks/result", id, nil); st != http.StatusNotFound {
+		t.Errorf("tasks/result from a 2026-07-28 client: %d %v; want 404 -32601", st, r)
+	}
+	if st, r := postModernFromAs(ctx, t, g.gw, "alice", tasksExt, "tasks/get", "gw-task-other", 5, map[string]any{"taskId": id}); st != http.StatusBadRequest {
+		t.Errorf("tasks/get with an Mcp-Name that is not its taskId: %d %v; want 400 -32020", st, r)
+	} else if code, _ := errorOf(r); code != -32020 {
+		t.Errorf("tasks/get with a mismatched Mcp-Name: %v", r)
+	}
+}
+
+// Across the eras, in host mode, where tasks belong to the sandbox: a task
+// a 2026-07-28 client started is polled and its result fetched by a
+// session-era client of the same sandbox (tasks/get, tasks/result), one a
+// session-era client started is polled and cancelled by a 2026-07-28
+// client (bridged), and another sandbox's clients of either era get the
+// answer for an unknown id.
+func TestTasks26AcrossErasInASandbox(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := startHost(t, filepath.Join(t.TempDir(), "state"))
+	h.mustCLI("", "server", "add", "everything", "--command", filepath.Join(npmBin, "mcp-server-everything"))
+	mine, theirs := h.createSandbox("mine", "--static", "everything"), h.createSandbox("theirs", "--static", "everything")
+	waitForTools(ctx, t, mine, "simulate-research-query")
+	noAnswer := func(m string, _ json.RawMessage) (any, error) { return nil, fmt.Errorf("not asked: %s", m) }
+
+	// Started by a 2026-07-28 client, finished, fetched by a session-era one.
+	status, out := postModernFromAs(ctx, t, mine, "modern", tasksExt, "tools/call", "simulate-research-query", 1,
+		map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "eras"}})
+	id, _ := resultOf(t, "tools/call", status, out)["taskId"].(string)
+	if done, seen := pollModern(ctx, t, mine, "modern", id); done["status"] != "completed" {
+		t.Fatalf("tasks/get (statuses %v) = %v", seen, done)
+	}
+	old := newTaskClient(t, mine, `{}`, noAnswer)
+	if got := old.ok("tasks/get", map[string]any{"taskId": id}); got["status"] != "completed" || got["taskId"] != id {
+		t.Errorf("the session-era client's tasks/get of the 2026-07-28 client's task = %v", got)
+	}
+	res := old.ok("tasks/result", map[string]any{"taskId": id})
+	if content, _ := json.Marshal(res["content"]); !strings.Contains(string(content), "# Research Report: eras") {
+		t.Errorf("the session-era client's tasks/result = %s", content)
+	}
+
+	// Started by a session-era client, seen and cancelled by a 2026-07-28 one.
+	created := old.ok("tools/call", map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "cancel across"}, "task": map[string]any{"ttl": 60000}})
+	id2, _ := created["task"].(map[string]any)["taskId"].(string)
+	got := modernOK(ctx, t, mine, "modern", tasksExt, "tasks/get", id2, nil)
+	if got["taskId"] != id2 || got["ttlMs"] == nil || got["ttl"] != nil {
+		t.Errorf("a 2026-07-28 client's tasks/get of a session-era client's task = %v; want the task in 2026-07-28 names", got)
+	}
+	ack := modernOK(ctx, t, mine, "modern", tasksExt, "tasks/cancel", id2, nil)
+	if ack["resultType"] != "complete" || ack["status"] != nil {
+		t.Errorf("tasks/cancel = %v; want the empty ack", ack)
+	}
+	if got := old.ok("tasks/get", map[string]any{"taskId": id2}); got["status"] != "cancelled" {
+		t.Errorf("the session-era client's tasks/get after the other era's cancel = %v", got)
+	}
+
+	// Another sandbox: the ids are unknown there, in both eras.
+	for _, tid := range []string{id, id2} {
+		st, r := modernTask(ctx, t, theirs, "modern", tasksExt, "tasks/get", tid, nil)
+		if code, msg := errorOf(r); code != -32602 || msg != "Task not found: "+tid {
+			t.Errorf("another sandbox's 2026-07-28 tasks/get of %s: %d %v", tid, st, r)
+		}
+		if r := newTaskClient(t, theirs, `{}`, noAnswer).call("tasks/get", map[string]any{"taskId": tid}); r.Error == nil || r.Error.Message != "Task not found: "+tid {
+			t.Errorf("another sandbox's session-era tasks/get of %s = %s %+v", tid, r.Result, r.Error)
+		}
+	}
+}
