@@ -232,10 +232,8 @@ func (s *Session) handleTask26(ctx context.Context, m *wire.Message, stream Stre
 		return ack()
 	case "tasks/update":
 		// A session-era server asks its task's input by requests of its
-		// own, never by inputRequests: nothing here waits for an answer.
-		if r := wire.Get(m.Params, "inputResponses"); r != nil && string(r) != "{}" && string(r) != "null" {
-			return errorReply(wire.Errorf(wire.CodeInvalidParams, "tasks/update: task %s is not waiting for the input given (its server %q asks for none through the gateway)", id, tk.srv.name))
-		}
+		// own, never by inputRequests: no key is pending, and responses to
+		// keys nobody asked are ignored, as the extension has it.
 		return ack()
 	}
 	return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", m.Method))
