@@ -37,14 +37,14 @@ type suiteConfig struct {
 	Package string   // npm alias under test/npm/node_modules
 	Args    []string // what selects the scenarios
 	Fixture string   // the fixture the direct run targets: stateful, stateless or tasks
-	// Scenarios, when set, are run one by one (--scenario each, with Args),
-	// instead of the selection Args makes.
-	Scenarios []string
 	About   string   // one line for the report
 	// Client: the suite's client scenarios (`conformance client`): the
 	// SDK's everything-client directly at each scenario server, and
 	// through the gateway by clientdriver. Fixture is then unused.
 	Client bool
+	// Scenarios, when set, are run one by one (--scenario each, with Args),
+	// instead of the selection Args makes.
+	Scenarios []string
 }
 
 var allConfigs = []suiteConfig{
@@ -83,11 +83,14 @@ const (
 	stateful   = "stateful"
 	stateless  = "stateless"
 	fixturePkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
-	// tasksFixture is the Fixture of the tasks configuration: the harness's
-	// own server with the tasks extension.
+	sdkModule  = "github.com/modelcontextprotocol/go-sdk"
+)
+
+// tasksFixture is the Fixture of the tasks configuration: the harness's
+// own server with the tasks extension.
+const (
 	tasksFixture    = "tasks"
 	tasksFixturePkg = "./test/conformance/tasksfixture"
-	sdkModule  = "github.com/modelcontextprotocol/go-sdk"
 )
 
 func main() {

@@ -506,4 +506,3 @@ func (s *server) detailed(t *task) map[string]any {
 	}
 	return complete(m)
 }
-
