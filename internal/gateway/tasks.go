@@ -182,6 +182,11 @@ func (g *Gateway) requestTask(s *Session, srv *server, exposed, method string, p
 	if werr != nil {
 		return nil, nil, werr
 	}
+	if isStateless(srv.up) && offersTasks2(srv.up.InitializeResult()) {
+		// A 2026-07-28 server decides itself, for a client of the extension.
+		params, _ = wire.Delete(params, "task")
+		return tr, s.withTasksDeclared(params), nil
+	}
 	ceiling := g.maxTaskTTL().Milliseconds()
 	if ttl, err := strconv.ParseInt(string(wire.Get(augment, "ttl")), 10, 64); err == nil && ttl > ceiling {
 		if augment, err = wire.Set(augment, "ttl", json.RawMessage(strconv.FormatInt(ceiling, 10))); err == nil {
@@ -258,6 +263,10 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 		}
 		result = createdV2(result)
 	} else {
+		if taskObj == nil { // a 2026-07-28 server's, for a session-era client
+			tk.keep(stateV2(result))
+			result = createdV1(result)
+		}
 		tk.keep(wire.Get(result, "task"))
 	}
 	if c.gwToken != "" && !s.stateless {
@@ -508,6 +517,9 @@ func (s *Session) handleTask(ctx context.Context, m *wire.Message, stream Stream
 	if why := tk.lost(); why != "" {
 		return g.lostTask(tk, m.Method, why)
 	}
+	if isStateless(tk.up) {
+		return s.handleTaskOnModern(ctx, m, stream, tk)
+	}
 	params, err := wire.SetString(m.Params, "taskId", tk.upID)
 	if err != nil {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params: %v", m.Method, err))
@@ -528,7 +540,7 @@ func (g *Gateway) lostTask(tk *task, method, why string) Reply {
 	case "tasks/get":
 		g.tasks.mu.Lock()
 		defer g.tasks.mu.Unlock()
-		return Reply{Result: tk.view()}
+		return Reply{Result: tk.viewV1()}
 	case "tasks/cancel":
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "Cannot cancel task in terminal status: failed (%s)", why))
 	}
@@ -588,14 +600,16 @@ func (s *Session) listTasks(ctx context.Context, m *wire.Message) Reply {
 		t.mu.Lock()
 		running := !tk.finished()
 		t.mu.Unlock()
-		if running {
+		if running && isStateless(tk.up) {
+			s.getModern(ctx, m, nil, tk)
+		} else if running {
 			params := wire.AppendString([]byte(`{"taskId":`), tk.upID)
 			params = append(params, '}')
 			get := &wire.Message{ID: m.ID, Method: "tasks/get", Params: params}
 			g.taskReply(tk, "tasks/get", s.forwardOn(ctx, get, nil, tk.srv, tk.up, params, nil))
 		}
 		t.mu.Lock()
-		v := tk.view()
+		v := tk.viewV1()
 		t.mu.Unlock()
 		if v != nil {
 			items = append(items, v)
@@ -769,6 +783,11 @@ func (s *Session) callOn(srv *server) *call {
 	}
 	return nil
 }
+
+// bridgedTasks is what a 2026-07-28 server declaring the tasks extension
+// offers session-era clients through the gateway, which bridges it: list
+// (the gateway's own record), cancel and requests.tools.call.
+var bridgedTasks = json.RawMessage(`{"capabilities":{"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}}`)
 
 // mergeTasks adds what a server's tasks capability offers to the gateway's
 // merged one: list, cancel and requests.tools.call, each when some server

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -333,4 +334,249 @@ func (s *Session) getBridged(ctx context.Context, m *wire.Message, stream Stream
 	}
 	out, _ = wire.Set(out, "resultType", json.RawMessage(`"complete"`))
 	return Reply{Result: out}
+}
+
+// The other way round: a session-era client's tasks on a 2026-07-28 server
+// that declares the extension. The task-augmented tools/call goes without
+// its task param, the extension added to the client capabilities its _meta
+// carries (the server decides); the flat CreateTaskResult becomes the
+// nested one (ttlMs -> ttl, pollIntervalMs -> pollInterval). tasks/get
+// answers the task without what the extension inlines; tasks/result polls
+// the server's tasks/get until the task ends, asking the client the
+// inputRequests of a task waiting for input (and answering the server with
+// tasks/update), and gives the inlined result or error; tasks/cancel
+// answers the cancelled task, or the session era's error for a finished
+// one.
+
+// taskV1 is a 2026-07-28 task as the session era writes it.
+func taskV1(t json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(t, &m) != nil {
+		return t
+	}
+	if v, ok := m["ttlMs"]; ok {
+		m["ttl"] = v
+		delete(m, "ttlMs")
+	}
+	if v, ok := m["pollIntervalMs"]; ok {
+		m["pollInterval"] = v
+		delete(m, "pollIntervalMs")
+	}
+	for _, k := range []string{"resultType", "result", "error", "inputRequests", "_meta"} {
+		delete(m, k)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return t
+	}
+	return b
+}
+
+// withTasksDeclared gives a session-era client's call to a 2026-07-28
+// server the client capabilities the server reads (bridgeMeta keeps them),
+// with the extension declared.
+func (s *Session) withTasksDeclared(params json.RawMessage) json.RawMessage {
+	caps := s.capabilities
+	if len(caps) == 0 || caps[0] != '{' {
+		caps = json.RawMessage(`{}`)
+	}
+	exts := wire.Get(caps, "extensions")
+	if len(exts) == 0 || exts[0] != '{' {
+		exts = json.RawMessage(`{}`)
+	}
+	exts, err := wire.Set(exts, TasksExtension, json.RawMessage(`{}`))
+	if err == nil {
+		caps, err = wire.Set(caps, "extensions", exts)
+	}
+	meta := wire.Get(params, "_meta")
+	if err == nil {
+		meta, err = wire.Set(meta, MetaClientCapabilities, caps)
+	}
+	if err == nil {
+		if out, err := wire.Set(params, "_meta", meta); err == nil {
+			return out
+		}
+	}
+	return params
+}
+
+// createdV1 is a 2026-07-28 server's CreateTaskResult (rewritten by
+// clientView) as a session-era client reads it.
+func createdV1(result json.RawMessage) json.RawMessage {
+	out, err := wire.Set(json.RawMessage(`{}`), "task", taskV1(result))
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// viewV1 is a task's last status (view) as a session-era client reads it
+// (under t.mu).
+func (tk *task) viewV1() json.RawMessage {
+	v := tk.view()
+	if v != nil && isStateless(tk.up) {
+		v = taskV1(v)
+	}
+	return v
+}
+
+// getModern asks a 2026-07-28 server for its task and records its status;
+// the answer is the server's, under the gateway's id.
+func (s *Session) getModern(ctx context.Context, m *wire.Message, stream Stream, tk *task) Reply {
+	g := s.gw
+	params := taskIDParams(tk.upID)
+	reply := s.forwardOn(ctx, &wire.Message{ID: m.ID, Method: "tasks/get", Params: params}, stream, tk.srv, tk.up, s.withTasksDeclared(params), nil)
+	if reply.Error != nil {
+		return g.taskReply(tk, "tasks/get", reply)
+	}
+	reply.Result = g.clientView(tk, reply.Result)
+	g.tasks.mu.Lock()
+	tk.keep(stateV2(reply.Result))
+	g.tasks.mu.Unlock()
+	return reply
+}
+
+// handleTaskOnModern answers a session-era client's tasks/get, tasks/result
+// or tasks/cancel of a task a 2026-07-28 server runs.
+func (s *Session) handleTaskOnModern(ctx context.Context, m *wire.Message, stream Stream, tk *task) Reply {
+	switch m.Method {
+	case "tasks/get":
+		reply := s.getModern(ctx, m, stream, tk)
+		if reply.Error == nil {
+			reply.Result = taskV1(reply.Result)
+		}
+		return reply
+	case "tasks/cancel":
+		reply := s.getModern(ctx, m, stream, tk)
+		if reply.Error != nil {
+			return reply
+		}
+		if st, _ := wire.GetString(reply.Result, "status"); isTerminal(st) {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Cannot cancel task in terminal status: %s", st))
+		}
+		params := s.withTasksDeclared(taskIDParams(tk.upID))
+		if r := s.forwardOn(ctx, &wire.Message{ID: m.ID, Method: "tasks/cancel", Params: params}, stream, tk.srv, tk.up, params, nil); r.Error != nil {
+			return s.gw.taskReply(tk, "tasks/cancel", r)
+		}
+		if reply = s.getModern(ctx, m, stream, tk); reply.Error == nil {
+			reply.Result = taskV1(reply.Result)
+		}
+		return reply
+	case "tasks/result":
+		return s.resultOnModern(ctx, m, stream, tk)
+	}
+	return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", m.Method))
+}
+
+// resultOnModern waits for a 2026-07-28 server's task to end, as the
+// session era's tasks/result does, and answers its outcome.
+func (s *Session) resultOnModern(ctx context.Context, m *wire.Message, stream Stream, tk *task) Reply {
+	g := s.gw
+	answered := map[string]bool{}
+	for {
+		reply := s.getModern(ctx, m, stream, tk)
+		if reply.Error != nil {
+			return reply
+		}
+		if why := tk.lost(); why != "" {
+			return errorReply(wire.Errorf(wire.CodeInternalError, "%s", why))
+		}
+		state := reply.Result
+		status, _ := wire.GetString(state, "status")
+		switch status {
+		case "completed":
+			g.tasks.mu.Lock()
+			tk.terminal = true
+			g.tasks.mu.Unlock()
+			res := wire.Get(state, "result")
+			if res == nil {
+				res = json.RawMessage(`{"content":[]}`)
+			}
+			meta := wire.Get(res, "_meta")
+			meta, _ = wire.Set(meta, MetaRelatedTask, append(wire.AppendString([]byte(`{"taskId":`), tk.id), '}'))
+			if out, err := wire.Set(res, "_meta", meta); err == nil {
+				res = out
+			}
+			return Reply{Result: res}
+		case "failed":
+			if e := wire.Get(state, "error"); e != nil {
+				return Reply{Error: e}
+			}
+			return errorReply(wire.Errorf(wire.CodeInternalError, "task %s failed", tk.id))
+		case "cancelled":
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Task %s was cancelled", tk.id))
+		case "input_required":
+			if werr := s.answerInputs(ctx, m, stream, tk, wire.Get(state, "inputRequests"), answered); werr != nil {
+				return errorReply(werr)
+			}
+			continue
+		}
+		wait := 500 * time.Millisecond
+		if ms, err := strconv.ParseInt(string(wire.Get(state, "pollIntervalMs")), 10, 64); err == nil && ms > 0 {
+			wait = min(max(time.Duration(ms)*time.Millisecond, 50*time.Millisecond), 5*time.Second)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return errorReply(wire.Errorf(wire.CodeInternalError, "tasks/result of %s: %v", tk.id, ctx.Err()))
+		case <-s.done:
+			timer.Stop()
+			return errorReply(wire.Errorf(wire.CodeInternalError, "tasks/result of %s: the client's session ended", tk.id))
+		}
+	}
+}
+
+// answerInputs asks the session-era client each input request of a task
+// not asked yet, related to the task, and gives the server the answers
+// (tasks/update).
+func (s *Session) answerInputs(ctx context.Context, m *wire.Message, stream Stream, tk *task, requests json.RawMessage, answered map[string]bool) *wire.Error {
+	var asks map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(requests, &asks); err != nil {
+		return wire.Errorf(wire.CodeInternalError, "mcp server %q: malformed inputRequests of task %s: %v", tk.srv.name, tk.id, err)
+	}
+	responses := map[string]json.RawMessage{}
+	for key, ask := range asks {
+		if answered[key] {
+			continue
+		}
+		if missing := s.lacks(ask.Method, ask.Params); missing != "" {
+			return wire.Errorf(wire.CodeInvalidRequest, "task %s of mcp server %q needs the client capability %q for %s, which the client did not declare", tk.id, tk.srv.name, missing, ask.Method)
+		}
+		params := ask.Params
+		if len(params) == 0 || params[0] != '{' {
+			params = json.RawMessage(`{}`)
+		}
+		meta := wire.Get(params, "_meta")
+		meta, _ = wire.Set(meta, MetaRelatedTask, append(wire.AppendString([]byte(`{"taskId":`), tk.id), '}'))
+		params, _ = wire.Set(params, "_meta", meta)
+		res, werr := s.request(ctx, stream, ask.Method, params)
+		if werr != nil {
+			return werr
+		}
+		responses[key] = res
+		answered[key] = true
+	}
+	if len(responses) == 0 {
+		// Asked already, not yet taken by the server: wait as for working.
+		timer := time.NewTimer(100 * time.Millisecond)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return wire.Errorf(wire.CodeInternalError, "tasks/result of %s: %v", tk.id, ctx.Err())
+		}
+		return nil
+	}
+	b, _ := json.Marshal(responses)
+	params, _ := wire.Set(taskIDParams(tk.upID), "inputResponses", b)
+	params = s.withTasksDeclared(params)
+	if r := s.forwardOn(ctx, &wire.Message{ID: m.ID, Method: "tasks/update", Params: params}, stream, tk.srv, tk.up, params, nil); r.Error != nil {
+		return wire.DecodeError(s.gw.taskReply(tk, "tasks/update", r).Error)
+	}
+	return nil
 }

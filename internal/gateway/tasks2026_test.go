@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,5 +232,71 @@ func TestTasks26ModernServerPassed(t *testing.T) {
 	}
 	if r := modern(t, g, "alice", withTasksExt, "tasks/cancel", `{"taskId":"`+id+`"}`); !strings.HasPrefix(string(r.Result), `{"resultType":"complete"`) {
 		t.Errorf("tasks/cancel = %s %s", r.Result, r.Error)
+	}
+}
+
+// A session-era client's task on a 2026-07-28 server with the extension:
+// bridged the other way.
+func TestTasks26ModernServerForASessionClient(t *testing.T) {
+	var mu sync.Mutex
+	status := "working"
+	sc := &scripted{fakeUpstream: fakeUpstream{name: "m", tools: []string{tool("research")}}, caps: `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`}
+	sc.handle = func(_ context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch method {
+		case "tools/call":
+			return &wire.Response{Result: json.RawMessage(`{"resultType":"task","taskId":"m-1","status":"working","ttlMs":30000,"pollIntervalMs":50,"createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z"}`)}, nil
+		case "tasks/get":
+			extra := ``
+			if status == "completed" {
+				extra = `,"result":{"content":[{"type":"text","text":"slow done"}]}`
+			}
+			return &wire.Response{Result: json.RawMessage(`{"resultType":"complete","taskId":"m-1","status":"` + status + `","ttlMs":30000,"pollIntervalMs":50,"createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:01Z"` + extra + `}`)}, nil
+		case "tasks/cancel":
+			status = "cancelled"
+			return &wire.Response{Result: json.RawMessage(`{"resultType":"complete"}`)}, nil
+		}
+		return &wire.Response{Error: json.RawMessage(`{"code":-32601,"message":"nope"}`)}, nil
+	}
+	g := gatewayWith(t, RouterOptions{}, modernTaskServer{sc})
+	_, init, _ := g.Initialize(json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}`))
+	if got := string(wire.Get(wire.Get(init, "capabilities"), "tasks")); got != `{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}}` {
+		t.Errorf("initialize capabilities.tasks = %s, want the bridged extension's", got)
+	}
+	s := newSession(t, g)
+	id := startTask(t, s)
+	if got := sc.requests()[0]; strings.Contains(got, `"task":`) || !strings.Contains(got, `"extensions":{"io.modelcontextprotocol/tasks":{}}`) {
+		t.Errorf("the server got %s; want no task param, the extension declared", got)
+	}
+	get := handle(t, s, "tasks/get", `{"taskId":"`+id+`"}`)
+	if want := `{"createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:01Z","pollInterval":50,"status":"working","taskId":"` + id + `","ttl":30000}`; string(get.Result) != want {
+		t.Errorf("tasks/get = %s %s, want %s", get.Result, get.Error, want)
+	}
+	go func() {
+		mu.Lock()
+		status = "completed"
+		mu.Unlock()
+	}()
+	res := handle(t, s, "tasks/result", `{"taskId":"`+id+`"}`)
+	if want := `{"content":[{"type":"text","text":"slow done"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + id + `"}}}`; string(res.Result) != want {
+		t.Errorf("tasks/result = %s %s, want %s", res.Result, res.Error, want)
+	}
+	if r := handle(t, s, "tasks/cancel", `{"taskId":"`+id+`"}`); errCode(r) != wire.CodeInvalidParams || !strings.Contains(string(r.Error), "terminal status: completed") {
+		t.Errorf("tasks/cancel of a completed task = %s %s", r.Result, r.Error)
+	}
+	if list := string(handle(t, s, "tasks/list", `{}`).Result); !strings.Contains(list, `"ttl":30000`) || !strings.Contains(list, id) {
+		t.Errorf("tasks/list = %s", list)
+	}
+
+	mu.Lock()
+	status = "working"
+	mu.Unlock()
+	id2 := startTask(t, s)
+	if r := handle(t, s, "tasks/cancel", `{"taskId":"`+id2+`"}`); string(wire.Get(r.Result, "status")) != `"cancelled"` || string(wire.Get(r.Result, "taskId")) != `"`+id2+`"` {
+		t.Errorf("tasks/cancel = %s %s, want the cancelled task", r.Result, r.Error)
+	}
+	if r := handle(t, newSession(t, g), "tasks/get", `{"taskId":"`+id2+`"}`); errCode(r) != wire.CodeInvalidParams {
+		t.Errorf("another session's tasks/get = %s %s", r.Result, r.Error)
 	}
 }

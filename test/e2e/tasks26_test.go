@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -240,6 +242,131 @@ func TestTasks26AcrossErasInASandbox(t *testing.T) {
 		}
 		if r := newTaskClient(t, theirs, `{}`, noAnswer).call("tasks/get", map[string]any{"taskId": tid}); r.Error == nil || r.Error.Message != "Task not found: "+tid {
 			t.Errorf("another sandbox's session-era tasks/get of %s = %s %+v", tid, r.Result, r.Error)
+		}
+	}
+}
+
+// buildTasksFixture builds test/conformance/tasksfixture, a 2026-07-28
+// server with the tasks extension (the conformance harness's).
+func buildTasksFixture(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tasksfixture")
+	build := exec.Command("go", "build", "-o", bin, "./test/conformance/tasksfixture")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the tasks fixture: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Clients of both eras in front of a server speaking the 2026-07-28
+// extension (over stdio, spoken to in 2026-07-28): a session-era client's
+// task-augmented call becomes the server's task, polled, its result
+// fetched (tasks/result waits, asking the client the task's input on the
+// way), cancelled; a 2026-07-28 client's passes, input answered by
+// tasks/update; neither's id means anything to another client.
+func TestTasks26AgainstAnExtensionServer(t *testing.T) {
+	fixture := buildTasksFixture(t)
+	g := startServe(t, fmt.Sprintf(`{"tasks": {"runCmd": %q}}`, fixture))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitForTools(ctx, t, g.gw, "slow_compute", "confirm_delete")
+
+	var mu sync.Mutex
+	var elicited []json.RawMessage
+	answer := func(method string, params json.RawMessage) (any, error) {
+		if method != "elicitation/create" {
+			return nil, fmt.Errorf("not asked: %s", method)
+		}
+		mu.Lock()
+		elicited = append(elicited, params)
+		mu.Unlock()
+		return map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}, nil
+	}
+	old := newTaskClient(t, g.gw, `{"elicitation":{}}`, answer)
+	caps, _ := json.Marshal(old.init["capabilities"].(map[string]any)["tasks"])
+	if string(caps) != `{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}}` {
+		t.Errorf("initialize capabilities.tasks = %s; want the extension bridged", caps)
+	}
+
+	// Session era: created, polled, result fetched.
+	created := old.ok("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 1, "label": "old"}, "task": map[string]any{"ttl": 60000}})
+	tk, _ := created["task"].(map[string]any)
+	id, _ := tk["taskId"].(string)
+	if !strings.HasPrefix(id, "gw-task-") || tk["ttl"] == nil || tk["ttlMs"] != nil || created["resultType"] != nil {
+		t.Fatalf("CreateTaskResult = %v; want the session era's, nested, of the gateway's id", created)
+	}
+	if got := old.ok("tasks/get", map[string]any{"taskId": id}); got["taskId"] != id || got["pollInterval"] == nil || got["result"] != nil {
+		t.Errorf("tasks/get = %v", got)
+	}
+	res := old.ok("tasks/result", map[string]any{"taskId": id})
+	if content, _ := json.Marshal(res["content"]); !strings.Contains(string(content), "computed old") {
+		t.Errorf("tasks/result = %v", res)
+	}
+	if related, _ := res["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any); related["taskId"] != id {
+		t.Errorf("tasks/result _meta = %v", res["_meta"])
+	}
+	if got := old.ok("tasks/get", map[string]any{"taskId": id}); got["status"] != "completed" {
+		t.Errorf("tasks/get after the result = %v", got)
+	}
+
+	// A task that asks for input: tasks/result asks the client.
+	created = old.ok("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "f.txt"}, "task": map[string]any{}})
+	id2, _ := created["task"].(map[string]any)["taskId"].(string)
+	res = old.ok("tasks/result", map[string]any{"taskId": id2})
+	if content, _ := json.Marshal(res["content"]); !strings.Contains(string(content), "deleted f.txt") {
+		t.Errorf("tasks/result of the task that asked = %v", res)
+	}
+	mu.Lock()
+	if len(elicited) != 1 || !strings.Contains(string(elicited[0]), `"Delete f.txt?"`) || !strings.Contains(string(elicited[0]), `"io.modelcontextprotocol/related-task":{"taskId":"`+id2+`"}`) {
+		t.Errorf("the client was asked %s; want the task's question, related to its id", elicited)
+	}
+	mu.Unlock()
+
+	// Cancelled.
+	created = old.ok("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 60, "label": "cancel"}, "task": map[string]any{}})
+	id3, _ := created["task"].(map[string]any)["taskId"].(string)
+	if got := old.ok("tasks/cancel", map[string]any{"taskId": id3}); got["status"] != "cancelled" || got["taskId"] != id3 {
+		t.Errorf("tasks/cancel = %v", got)
+	}
+	if r := old.call("tasks/cancel", map[string]any{"taskId": id3}); r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "terminal status: cancelled") {
+		t.Errorf("tasks/cancel of a cancelled task = %s %+v", r.Result, r.Error)
+	}
+	list := old.ok("tasks/list", map[string]any{})
+	if items, _ := list["tasks"].([]any); len(items) != 3 {
+		t.Errorf("tasks/list = %v; want the client's three tasks", list)
+	}
+
+	// 2026-07-28: passed, its input answered by tasks/update.
+	status, out := postModernFromAs(ctx, t, g.gw, "modern", tasksExt, "tools/call", "confirm_delete", 1,
+		map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "g.txt"}})
+	mid, _ := resultOf(t, "tools/call", status, out)["taskId"].(string)
+	if !strings.HasPrefix(mid, "gw-task-") {
+		t.Fatalf("2026-07-28 CreateTaskResult = %v", out)
+	}
+	asked, seen := pollModern(ctx, t, g.gw, "modern", mid)
+	reqs, _ := asked["inputRequests"].(map[string]any)
+	if asked["status"] != "input_required" || reqs["confirm"] == nil {
+		t.Fatalf("tasks/get (statuses %v) = %v; want input_required asking confirm", seen, asked)
+	}
+	ack := modernOK(ctx, t, g.gw, "modern", tasksExt, "tasks/update", mid, map[string]any{"inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}})
+	if ack["resultType"] != "complete" || ack["taskId"] != nil {
+		t.Errorf("tasks/update = %v; want the empty ack", ack)
+	}
+	done, seen := pollModern(ctx, t, g.gw, "modern", mid)
+	if content, _ := json.Marshal(done["result"]); done["status"] != "completed" || !strings.Contains(string(content), "deleted g.txt") {
+		t.Errorf("tasks/get after tasks/update (statuses %v) = %v", seen, done)
+	}
+
+	// Another client, of either era.
+	for _, tid := range []string{id, mid} {
+		_, r := modernTask(ctx, t, g.gw, "mallory", tasksExt, "tasks/get", tid, nil)
+		if code, msg := errorOf(r); code != -32602 || msg != "Task not found: "+tid {
+			t.Errorf("another 2026-07-28 client's tasks/get of %s: %v", tid, r)
+		}
+		other := newTaskClient(t, g.gw, `{}`, answer)
+		if r := other.call("tasks/result", map[string]any{"taskId": tid}); r.Error == nil || r.Error.Message != "Task not found: "+tid {
+			t.Errorf("another session-era client's tasks/result of %s = %s %+v", tid, r.Result, r.Error)
 		}
 	}
 }
