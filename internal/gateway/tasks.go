@@ -77,8 +77,9 @@ type task struct {
 	expires  time.Time
 	state    json.RawMessage // the last Task object, as the client sees it
 	terminal bool
-	progress string // the gateway's progress token of the call that made it, if any
-	forget   func() // releases what the task holds beyond the table, if anything
+	progress string          // the gateway's progress token of the call that made it, if any
+	asking   map[string]bool // a 2026-07-28 server's input requests the client is being asked (under t.mu)
+	forget   func()          // releases what the task holds beyond the table, if anything
 }
 
 // clientTask is one task a server had a client create.
@@ -601,7 +602,9 @@ func (s *Session) listTasks(ctx context.Context, m *wire.Message) Reply {
 		running := !tk.finished()
 		t.mu.Unlock()
 		if running && isStateless(tk.up) {
-			s.getModern(ctx, m, nil, tk)
+			if r := s.getModern(ctx, m, nil, tk); r.Error == nil {
+				s.askInTheBackground(tk, r.Result)
+			}
 		} else if running {
 			params := wire.AppendString([]byte(`{"taskId":`), tk.upID)
 			params = append(params, '}')

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -329,7 +330,7 @@ func (s *Session) getBridged(ctx context.Context, m *wire.Message, stream Stream
 			out, _ = wire.Set(out, "error", res.Error)
 		} else {
 			out, _ = wire.Set(out, "status", json.RawMessage(`"completed"`))
-			out, _ = wire.Set(out, "result", dropRelatedTask(res.Result))
+			out, _ = wire.Set(out, "result", complete(Reply{Result: dropRelatedTask(res.Result)}).Result)
 		}
 	}
 	out, _ = wire.Set(out, "resultType", json.RawMessage(`"complete"`))
@@ -443,6 +444,7 @@ func (s *Session) handleTaskOnModern(ctx context.Context, m *wire.Message, strea
 	case "tasks/get":
 		reply := s.getModern(ctx, m, stream, tk)
 		if reply.Error == nil {
+			s.askInTheBackground(tk, reply.Result)
 			reply.Result = taskV1(reply.Result)
 		}
 		return reply
@@ -472,7 +474,6 @@ func (s *Session) handleTaskOnModern(ctx context.Context, m *wire.Message, strea
 // session era's tasks/result does, and answers its outcome.
 func (s *Session) resultOnModern(ctx context.Context, m *wire.Message, stream Stream, tk *task) Reply {
 	g := s.gw
-	answered := map[string]bool{}
 	for {
 		reply := s.getModern(ctx, m, stream, tk)
 		if reply.Error != nil {
@@ -492,6 +493,7 @@ func (s *Session) resultOnModern(ctx context.Context, m *wire.Message, stream St
 			if res == nil {
 				res = json.RawMessage(`{"content":[]}`)
 			}
+			res, _ = wire.Delete(res, "resultType") // not of the session era
 			meta := wire.Get(res, "_meta")
 			meta, _ = wire.Set(meta, MetaRelatedTask, append(wire.AppendString([]byte(`{"taskId":`), tk.id), '}'))
 			if out, err := wire.Set(res, "_meta", meta); err == nil {
@@ -506,10 +508,14 @@ func (s *Session) resultOnModern(ctx context.Context, m *wire.Message, stream St
 		case "cancelled":
 			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Task %s was cancelled", tk.id))
 		case "input_required":
-			if werr := s.answerInputs(ctx, m, stream, tk, wire.Get(state, "inputRequests"), answered); werr != nil {
+			asked, werr := s.answerInputs(ctx, m.ID, stream, tk, wire.Get(state, "inputRequests"))
+			if werr != nil {
 				return errorReply(werr)
 			}
-			continue
+			if asked {
+				continue
+			}
+			// Asked already (by an earlier poll), not yet answered: wait.
 		}
 		wait := 500 * time.Millisecond
 		if ms, err := strconv.ParseInt(string(wire.Get(state, "pollIntervalMs")), 10, 64); err == nil && ms > 0 {
@@ -529,23 +535,47 @@ func (s *Session) resultOnModern(ctx context.Context, m *wire.Message, stream St
 }
 
 // answerInputs asks the session-era client each input request of a task
-// not asked yet, related to the task, and gives the server the answers
-// (tasks/update).
-func (s *Session) answerInputs(ctx context.Context, m *wire.Message, stream Stream, tk *task, requests json.RawMessage, answered map[string]bool) *wire.Error {
+// that nobody asked it yet, related to the task, and gives the server the
+// answers (tasks/update). It reports whether it asked anything.
+func (s *Session) answerInputs(ctx context.Context, id json.RawMessage, stream Stream, tk *task, requests json.RawMessage) (bool, *wire.Error) {
 	var asks map[string]struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(requests, &asks); err != nil {
-		return wire.Errorf(wire.CodeInternalError, "mcp server %q: malformed inputRequests of task %s: %v", tk.srv.name, tk.id, err)
+		return false, wire.Errorf(wire.CodeInternalError, "mcp server %q: malformed inputRequests of task %s: %v", tk.srv.name, tk.id, err)
 	}
-	responses := map[string]json.RawMessage{}
-	for key, ask := range asks {
-		if answered[key] {
-			continue
+	t := &s.gw.tasks
+	var mine []string // the keys this call asks
+	t.mu.Lock()
+	for key := range asks {
+		if !tk.asking[key] {
+			if tk.asking == nil {
+				tk.asking = map[string]bool{}
+			}
+			tk.asking[key] = true
+			mine = append(mine, key)
 		}
+	}
+	t.mu.Unlock()
+	if len(mine) == 0 {
+		return false, nil
+	}
+	done := false
+	defer func() {
+		if !done { // not answered: may be asked again
+			t.mu.Lock()
+			for _, key := range mine {
+				delete(tk.asking, key)
+			}
+			t.mu.Unlock()
+		}
+	}()
+	responses := map[string]json.RawMessage{}
+	for _, key := range mine {
+		ask := asks[key]
 		if missing := s.lacks(ask.Method, ask.Params); missing != "" {
-			return wire.Errorf(wire.CodeInvalidRequest, "task %s of mcp server %q needs the client capability %q for %s, which the client did not declare", tk.id, tk.srv.name, missing, ask.Method)
+			return true, wire.Errorf(wire.CodeInvalidRequest, "task %s of mcp server %q needs the client capability %q for %s, which the client did not declare", tk.id, tk.srv.name, missing, ask.Method)
 		}
 		params := ask.Params
 		if len(params) == 0 || params[0] != '{' {
@@ -556,27 +586,43 @@ func (s *Session) answerInputs(ctx context.Context, m *wire.Message, stream Stre
 		params, _ = wire.Set(params, "_meta", meta)
 		res, werr := s.request(ctx, stream, ask.Method, params)
 		if werr != nil {
-			return werr
+			return true, werr
 		}
 		responses[key] = res
-		answered[key] = true
-	}
-	if len(responses) == 0 {
-		// Asked already, not yet taken by the server: wait as for working.
-		timer := time.NewTimer(100 * time.Millisecond)
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return wire.Errorf(wire.CodeInternalError, "tasks/result of %s: %v", tk.id, ctx.Err())
-		}
-		return nil
 	}
 	b, _ := json.Marshal(responses)
 	params, _ := wire.Set(taskIDParams(tk.upID), "inputResponses", b)
 	params = s.withTasksDeclared(params)
-	if r := s.forwardOn(ctx, &wire.Message{ID: m.ID, Method: "tasks/update", Params: params}, stream, tk.srv, tk.up, params, nil); r.Error != nil {
-		return wire.DecodeError(s.gw.taskReply(tk, "tasks/update", r).Error)
+	if r := s.forwardOn(ctx, &wire.Message{ID: id, Method: "tasks/update", Params: params}, stream, tk.srv, tk.up, params, nil); r.Error != nil {
+		return true, wire.DecodeError(s.gw.taskReply(tk, "tasks/update", r).Error)
 	}
-	return nil
+	done = true
+	return true, nil
+}
+
+// askInTheBackground answers a task's input requests seen by a poll
+// (tasks/get, tasks/list), not by tasks/result: the session era lets a
+// client poll without calling tasks/result, so the questions go to the
+// session's own stream, and the answers to the server, in the background
+// until the task expires or the session ends.
+func (s *Session) askInTheBackground(tk *task, state json.RawMessage) {
+	if st, _ := wire.GetString(state, "status"); st != "input_required" || s.stateless {
+		return
+	}
+	requests := wire.Get(state, "inputRequests")
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), tk.expires)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		id := wire.AppendString(nil, s.gw.newID("gw-task-input-"))
+		if _, werr := s.answerInputs(ctx, id, nil, tk, requests); werr != nil {
+			s.gw.Router.log.Warn(fmt.Sprintf("mcp server %q: the input its task %s asked for was not answered; the task waits for it (the client may call tasks/result)", tk.srv.name, tk.id), "error", werr.Message)
+		}
+	}()
 }

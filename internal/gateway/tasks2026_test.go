@@ -90,7 +90,7 @@ func TestTasks26Bridged(t *testing.T) {
 	}
 	ts.set("s-1", "completed")
 	done := modern(t, g, "alice", withTasksExt, "tasks/get", `{"taskId":"`+id+`"}`)
-	if got := string(wire.Get(done.Result, "result")); got != `{"content":[{"type":"text","text":"done s-1"}]}` {
+	if got := string(wire.Get(done.Result, "result")); got != `{"content":[{"type":"text","text":"done s-1"}],"resultType":"complete"}` {
 		t.Errorf("tasks/get of a completed task inlines %s, want the server's result without related-task (%s)", got, done.Result)
 	}
 	if got := string(wire.Get(done.Result, "status")); got != `"completed"` {

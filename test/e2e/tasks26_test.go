@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -368,5 +369,63 @@ func TestTasks26AgainstAnExtensionServer(t *testing.T) {
 		if r := other.call("tasks/result", map[string]any{"taskId": tid}); r.Error == nil || r.Error.Message != "Task not found: "+tid {
 			t.Errorf("another session-era client's tasks/result of %s = %s %+v", tid, r.Result, r.Error)
 		}
+	}
+}
+
+// The TypeScript SDK 2.x client with the tasks extension's requester
+// (@modelcontextprotocol/ext-tasks), of each era, through the gateway in
+// front of the everything server (2025-11-25 tasks) and the tasks fixture
+// (the 2026-07-28 extension): every pairing of the eras, the task's input
+// answered the way each era asks it (tasks/update, a request related to the
+// task), cancellation on both servers.
+func TestTasks26WithTheTypeScriptClient(t *testing.T) {
+	fixture := buildTasksFixture(t)
+	g := startServe(t, fmt.Sprintf(`{"everything": {"runCmd": %q}, "tasks": {"runCmd": %q}}`, filepath.Join(npmBin, "mcp-server-everything"), fixture))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitForTools(ctx, t, g.gw, "simulate-research-query", "confirm_delete")
+	modules, err := filepath.Abs(filepath.Join(npmBin, ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := `[{"tool":"simulate-research-query","args":{"topic":"ts"}},` +
+		`{"tool":"confirm_delete","args":{"filename":"a.txt"}},` +
+		`{"tool":"slow_compute","args":{"seconds":60,"label":"x"},"cancel":true},` +
+		`{"tool":"simulate-research-query","args":{"topic":"c"},"cancel":true}]`
+	for era, delivery := range map[string]string{"modern": "task-update", "legacy": "peer-request"} {
+		t.Run(era, func(t *testing.T) {
+			cmd := exec.CommandContext(ctx, filepath.Join(npmBin, "node"), filepath.Join("testdata", "tasks26-client.mjs"), modules, g.url, g.token, era, calls)
+			out, err := cmd.Output()
+			if err != nil {
+				var stderr []byte
+				if ee, ok := err.(*exec.ExitError); ok {
+					stderr = ee.Stderr
+				}
+				t.Fatalf("the TypeScript client: %v\n%s\n%s\nlog:\n%s", err, out, stderr, g.log())
+			}
+			var seen struct {
+				Era   string
+				Calls []struct {
+					Tool, Kind, TaskID, Status, Text, Error, Thrown string
+					Statuses                                        []string
+				}
+				Asked []struct{ Kind, Message, TaskID, Delivery string }
+			}
+			if err := json.Unmarshal(out, &seen); err != nil || len(seen.Calls) != 4 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if seen.Era != era {
+				t.Errorf("the client speaks %q, want %q", seen.Era, era)
+			}
+			want := []struct{ status, text string }{{"completed", "# Research Report: ts"}, {"completed", "deleted a.txt"}, {"cancelled", ""}, {"cancelled", ""}}
+			for i, c := range seen.Calls {
+				if c.Kind != "task" || !strings.HasPrefix(c.TaskID, "gw-task-") || c.Status != want[i].status || !strings.Contains(c.Text, want[i].text) || !slices.Contains(c.Statuses, "working") {
+					t.Errorf("%s: %+v; want a task of the gateway's id, seen working, ending %s", c.Tool, c, want[i].status)
+				}
+			}
+			if len(seen.Asked) != 1 || seen.Asked[0].Message != "Delete a.txt?" || seen.Asked[0].TaskID != seen.Calls[1].TaskID || seen.Asked[0].Delivery != delivery {
+				t.Errorf("the client was asked %+v; want the task's question once, for %s, by %s", seen.Asked, seen.Calls[1].TaskID, delivery)
+			}
+		})
 	}
 }

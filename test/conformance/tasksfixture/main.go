@@ -418,7 +418,7 @@ func (s *server) start(run func(*task) (map[string]any, *rpcError)) map[string]a
 		case rerr != nil:
 			t.status, t.err = "failed", rerr
 		case res != nil:
-			t.status, t.result = "completed", res
+			t.status, t.result = "completed", complete(res) // the inlined result is a complete one
 		default:
 			t.status = "cancelled"
 		}

@@ -57,7 +57,7 @@ func TestTasksFixture(t *testing.T) {
 		t.Errorf("tasks/update = %v, want the empty ack", ack)
 	}
 	done := until(t, s, id, "completed")
-	if b, _ := json.Marshal(done["result"]); string(b) != `{"content":[{"text":"deleted f","type":"text"}]}` {
+	if b, _ := json.Marshal(done["result"]); string(b) != `{"content":[{"text":"deleted f","type":"text"}],"resultType":"complete"}` {
 		t.Errorf("completed task = %v", done)
 	}
 	if ack, _ := call(t, s, "tasks/cancel", `{"taskId":"`+id+`",`+ext+`}`); ack["resultType"] != "complete" {
