@@ -31,6 +31,9 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if res, werr, handled := g.serverTaskRequest(ctx, srv, method, params); handled {
 		return res, werr
 	}
+	if tk := g.taskOfStateless(srv.up, params); tk != nil {
+		return g.parkTaskInput(ctx, tk, method, params) // tasks2026.go
+	}
 	params, taskSess := g.relatedTask(srv.up, params)
 	capability, known := clientCapabilityFor[method]
 	if !known {

@@ -77,9 +77,11 @@ type task struct {
 	expires  time.Time
 	state    json.RawMessage // the last Task object, as the client sees it
 	terminal bool
-	progress string          // the gateway's progress token of the call that made it, if any
-	asking   map[string]bool // a 2026-07-28 server's input requests the client is being asked (under t.mu)
-	forget   func()          // releases what the task holds beyond the table, if anything
+	progress string                // the gateway's progress token of the call that made it, if any
+	asking   map[string]bool       // a 2026-07-28 server's input requests the client is being asked (under t.mu)
+	inputs   map[string]*taskInput // a session-era server's requests for a 2026-07-28 creator's input, by key (under t.mu)
+	draining bool                  // a tasks/result runs to receive them (under t.mu)
+	forget   func()                // releases what the task holds beyond the table, if anything
 }
 
 // clientTask is one task a server had a client create.

@@ -233,9 +233,20 @@ func (s *Session) handleTask26(ctx context.Context, m *wire.Message, stream Stre
 		g.taskReply(tk, "tasks/cancel", reply)
 		return ack()
 	case "tasks/update":
-		// A session-era server asks its task's input by requests of its
-		// own, never by inputRequests: no key is pending, and responses to
-		// keys nobody asked are ignored, as the extension has it.
+		// Each response answers the server's request of that key;
+		// responses to keys nobody asked are ignored, as the extension has
+		// it.
+		var responses map[string]json.RawMessage
+		_ = json.Unmarshal(wire.Get(m.Params, "inputResponses"), &responses)
+		t := &g.tasks
+		t.mu.Lock()
+		for key, res := range responses {
+			if in := tk.inputs[key]; in != nil {
+				delete(tk.inputs, key)
+				in.answer <- res // buffered: never blocks
+			}
+		}
+		t.mu.Unlock()
 		return ack()
 	}
 	return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", m.Method))
@@ -315,11 +326,17 @@ func (s *Session) getBridged(ctx context.Context, m *wire.Message, stream Stream
 	out := taskV2(state)
 	switch status {
 	case "input_required":
-		// The server waits for input it asks for by requests of its own,
-		// which the gateway does not turn into inputRequests yet: to the
-		// client, the task is still working.
-		out, _ = wire.Set(out, "status", json.RawMessage(`"working"`))
-		out, _ = wire.Set(out, "statusMessage", wire.AppendString(nil, "the server waits for input it asks for outside the task's inputRequests, which the gateway does not bridge to a "+StatelessVersion+" client"))
+		// The session era's server asks its questions by requests of its
+		// own, sent while the client waits in tasks/result: the gateway
+		// waits there in the client's stead and shows what the server asks
+		// as the task's inputRequests; until a question arrives, the task
+		// is working to the client.
+		s.drain(tk)
+		if asks := g.pendingInputs(tk); asks != nil {
+			out, _ = wire.Set(out, "inputRequests", asks)
+		} else {
+			out, _ = wire.Set(out, "status", json.RawMessage(`"working"`))
+		}
 	case "completed", "failed":
 		// The session era gives the outcome by tasks/result: a result (a
 		// tool's error among them: completed, isError) or an error (failed).
@@ -624,5 +641,119 @@ func (s *Session) askInTheBackground(tk *task, state json.RawMessage) {
 		if _, werr := s.answerInputs(ctx, id, nil, tk, requests); werr != nil {
 			s.gw.Router.log.Warn(fmt.Sprintf("mcp server %q: the input its task %s asked for was not answered; the task waits for it (the client may call tasks/result)", tk.srv.name, tk.id), "error", werr.Message)
 		}
+	}()
+}
+
+// taskInput is a session-era server's request for the input of a task a
+// 2026-07-28 client created, waiting for its answer by tasks/update.
+type taskInput struct {
+	method string
+	params json.RawMessage
+	answer chan json.RawMessage
+}
+
+// taskOfStateless is the task a server's request relates to when a
+// 2026-07-28 client created it, else nil.
+func (g *Gateway) taskOfStateless(up Upstream, params json.RawMessage) *task {
+	upID, ok := wire.GetString(wire.Get(wire.Get(params, "_meta"), MetaRelatedTask), "taskId")
+	if !ok {
+		return nil
+	}
+	g.tasks.mu.Lock()
+	defer g.tasks.mu.Unlock()
+	tk := g.tasks.byUp[taskKey{up, upID}]
+	if tk == nil || !tk.sess.stateless {
+		return nil
+	}
+	return tk
+}
+
+// maxTaskInputs bounds the questions one task may have waiting.
+const maxTaskInputs = 16
+
+// parkTaskInput keeps a session-era server's request for the input of a
+// 2026-07-28 client's task until the client answers it by tasks/update (or
+// the server gives up, or the task expires).
+func (g *Gateway) parkTaskInput(ctx context.Context, tk *task, method string, params json.RawMessage) (json.RawMessage, *wire.Error) {
+	if _, known := clientCapabilityFor[method]; !known {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
+	}
+	if missing := tk.sess.lacks(method, params); missing != "" {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "%s refused: the client that created task %s did not declare the %s capability", method, tk.id, missing)
+	}
+	meta, _ := wire.Delete(wire.Get(params, "_meta"), MetaRelatedTask)
+	if string(meta) == "{}" {
+		params, _ = wire.Delete(params, "_meta")
+	} else {
+		params, _ = wire.Set(params, "_meta", meta)
+	}
+	in := &taskInput{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	key := g.newID("gw-input-")
+	t := &g.tasks
+	t.mu.Lock()
+	if len(tk.inputs) >= maxTaskInputs {
+		t.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: task %s already waits for %d answers", method, tk.id, maxTaskInputs)
+	}
+	if tk.inputs == nil {
+		tk.inputs = map[string]*taskInput{}
+	}
+	tk.inputs[key] = in
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(tk.inputs, key)
+		t.mu.Unlock()
+	}()
+	expiry := time.NewTimer(time.Until(tk.expires))
+	defer expiry.Stop()
+	select {
+	case res := <-in.answer:
+		return res, nil
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.CodeInternalError, "%s of task %s: %v", method, tk.id, ctx.Err())
+	case <-expiry.C:
+		return nil, wire.Errorf(wire.CodeInternalError, "%s of task %s: the task expired before its client answered", method, tk.id)
+	}
+}
+
+// pendingInputs is the inputRequests object of a task's waiting questions,
+// or nil for none.
+func (g *Gateway) pendingInputs(tk *task) json.RawMessage {
+	g.tasks.mu.Lock()
+	defer g.tasks.mu.Unlock()
+	if len(tk.inputs) == 0 {
+		return nil
+	}
+	asks := make(map[string]any, len(tk.inputs))
+	for key, in := range tk.inputs {
+		asks[key] = map[string]any{"method": in.method, "params": in.params}
+	}
+	return mustJSON(asks)
+}
+
+// drain runs the session era's tasks/result of a task waiting for input,
+// once at a time, so that its server sends the questions it holds for the
+// client; the result itself is asked again once the task has ended.
+func (s *Session) drain(tk *task) {
+	t := &s.gw.tasks
+	t.mu.Lock()
+	if tk.draining {
+		t.mu.Unlock()
+		return
+	}
+	tk.draining = true
+	t.mu.Unlock()
+	go func() {
+		defer func() {
+			t.mu.Lock()
+			tk.draining = false
+			t.mu.Unlock()
+		}()
+		ctx, cancel := context.WithDeadline(context.Background(), tk.expires)
+		defer cancel()
+		params := taskIDParams(tk.upID)
+		id := wire.AppendString(nil, s.gw.newID("gw-task-drain-"))
+		s.forwardOn(ctx, &wire.Message{ID: id, Method: "tasks/result", Params: params}, nil, tk.srv, tk.up, params, nil)
 	}()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,64 @@ func TestTasks26ModernServerForASessionClient(t *testing.T) {
 	}
 	if r := handle(t, newSession(t, g), "tasks/get", `{"taskId":"`+id2+`"}`); errCode(r) != wire.CodeInvalidParams {
 		t.Errorf("another session's tasks/get = %s %s", r.Result, r.Error)
+	}
+}
+
+// A session-era server's request for the input of a 2026-07-28 client's
+// task, sent while the gateway waits in tasks/result for it, is the task's
+// inputRequests; tasks/update answers it, and another creator cannot.
+func TestTasks26InputOfASessionEraTask(t *testing.T) {
+	ts := newTaskServer26("a", "60000")
+	var g *Gateway
+	answered := make(chan json.RawMessage, 1)
+	var asking atomic.Bool
+	inner := ts.handle
+	ts.handle = func(ctx context.Context, method string, params json.RawMessage) (*wire.Response, error) {
+		if method != "tasks/result" || !asking.CompareAndSwap(false, true) {
+			return inner(ctx, method, params) // the server asks once
+		}
+		// Ask the client, as a server of the session era does while its
+		// client waits in tasks/result.
+		res, werr := g.serverRequest(ctx, g.Router.all()[0], "elicitation/create",
+			json.RawMessage(`{"message":"Which one?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"s-1"}}}`))
+		if werr != nil {
+			return &wire.Response{Error: werr.Marshal()}, nil
+		}
+		answered <- res
+		ts.set("s-1", "completed")
+		return inner(ctx, method, params)
+	}
+	g = gatewayWith(t, RouterOptions{}, ts)
+	caps := `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	id, _ := wire.GetString(modern(t, g, "alice", caps, "tools/call", `{"name":"research","arguments":{}}`).Result, "taskId")
+	ts.set("s-1", "input_required")
+
+	var asks json.RawMessage
+	for deadline := time.Now().Add(10 * time.Second); asks == nil; { // the drain runs in the background
+		got := modern(t, g, "alice", caps, "tasks/get", `{"taskId":"`+id+`"}`)
+		if st := string(wire.Get(got.Result, "status")); st != `"working"` && st != `"input_required"` || time.Now().After(deadline) {
+			t.Fatalf("tasks/get = %s %s", got.Result, got.Error)
+		}
+		asks = wire.Get(got.Result, "inputRequests")
+		time.Sleep(5 * time.Millisecond)
+	}
+	var key string
+	wire.EachMember(asks, func(name []byte, v json.RawMessage) bool {
+		key = string(name)
+		if string(v) != `{"method":"elicitation/create","params":{"message":"Which one?","requestedSchema":{"type":"object"}}}` {
+			t.Errorf("input request %s = %s", key, v)
+		}
+		return true
+	})
+	modern(t, g, "mallory", caps, "tasks/update", `{"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"decline"}}}`)
+	if ack := modern(t, g, "alice", caps, "tasks/update", `{"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"accept","content":{"x":"y"}}}}`); !strings.HasPrefix(string(ack.Result), `{"resultType":"complete"`) {
+		t.Errorf("tasks/update = %s %s", ack.Result, ack.Error)
+	}
+	if got := string(<-answered); got != `{"action":"accept","content":{"x":"y"}}` {
+		t.Errorf("the server got the answer %s, want the creator's", got)
+	}
+	done := modern(t, g, "alice", caps, "tasks/get", `{"taskId":"`+id+`"}`)
+	if st := string(wire.Get(done.Result, "status")); st != `"completed"` {
+		t.Errorf("tasks/get after the answer = %s", done.Result)
 	}
 }

@@ -429,3 +429,62 @@ func TestTasks26WithTheTypeScriptClient(t *testing.T) {
 		})
 	}
 }
+
+// A session-era server's task that asks for input (the everything server's
+// research of an ambiguous topic sends elicitation/create, related to the
+// task, while its client waits in tasks/result), for a 2026-07-28 client:
+// the question is the task's inputRequests, the answer goes back by
+// tasks/update, and the task completes with it.
+func TestTasks26InputOfASessionEraServer(t *testing.T) {
+	g := launchEverything(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitForTools(ctx, t, g.gw, "simulate-research-query")
+	caps := map[string]any{"elicitation": map[string]any{}, "extensions": tasksExt["extensions"]}
+	status, out := postModernFromAs(ctx, t, g.gw, "alice", caps, "tools/call", "simulate-research-query", 1,
+		map[string]any{"name": "simulate-research-query", "arguments": map[string]any{"topic": "python", "ambiguous": true}})
+	id, _ := resultOf(t, "tools/call", status, out)["taskId"].(string)
+
+	var asked map[string]any
+	deadline := time.Now().Add(90 * time.Second) // a bound for a broken gateway, not a measure
+	for asked == nil {
+		got := modernOK(ctx, t, g.gw, "alice", caps, "tasks/get", id, nil)
+		switch got["status"] {
+		case "input_required":
+			asked, _ = got["inputRequests"].(map[string]any)
+			if len(asked) != 1 {
+				t.Fatalf("input_required task = %v; want one input request", got)
+			}
+		case "working":
+		default:
+			t.Fatalf("tasks/get = %v; want it to ask for input", got)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task never asked for input: %v", got)
+		}
+		time.Sleep(200 * time.Millisecond) // pacing the polls, not synchronisation
+	}
+	var key string
+	for k, v := range asked {
+		key = k
+		req, _ := v.(map[string]any)
+		msg, _ := req["params"].(map[string]any)["message"].(string)
+		if req["method"] != "elicitation/create" || !strings.Contains(msg, `"python" could have multiple interpretations`) {
+			t.Errorf("input request = %v", req)
+		}
+	}
+	// Another client cannot answer it: the id is unknown to it.
+	_, r := modernTask(ctx, t, g.gw, "mallory", caps, "tasks/update", id, map[string]any{"inputResponses": map[string]any{key: map[string]any{"action": "decline"}}})
+	if code, msg := errorOf(r); code != -32602 || msg != "Task not found: "+id {
+		t.Errorf("another client's tasks/update: %v", r)
+	}
+	ack := modernOK(ctx, t, g.gw, "alice", caps, "tasks/update", id, map[string]any{"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "programming"}}}})
+	if ack["resultType"] != "complete" {
+		t.Errorf("tasks/update = %v", ack)
+	}
+	done, seen := pollModern(ctx, t, g.gw, "alice", id)
+	result, _ := done["result"].(map[string]any)
+	if content, _ := json.Marshal(result["content"]); done["status"] != "completed" || !strings.Contains(string(content), "# Research Report: python (programming)") {
+		t.Errorf("tasks/get after the answer (statuses %v) = %v; want the report of the clarified topic", seen, done)
+	}
+}
