@@ -28,13 +28,19 @@ import (
 //   - a 2026-07-28 server that declares the extension decides itself; its
 //     flat CreateTaskResult and its tasks/get, tasks/update and
 //     tasks/cancel pass with the ids rewritten;
-//   - a session-era server with the 2025-11-25 tasks capability (every
-//     stdio server is spoken to in the session era) gets the call as a
-//     task-augmented one when its tool supports tasks ("optional" or
+//   - a session-era server with the 2025-11-25 tasks capability (a
+//     dual-era stdio server is spoken to in the session era) gets the call
+//     as a task-augmented one when its tool supports tasks ("optional" or
 //     "required"); the gateway translates: the nested task becomes the flat
-//     CreateTaskResult (ttl -> ttlMs, pollInterval -> pollIntervalMs), and
+//     CreateTaskResult (ttl -> ttlMs, pollInterval -> pollIntervalMs),
 //     tasks/get of a finished task inlines the result the gateway asks the
-//     server for (tasks/result), a tool error as completed with isError.
+//     server for (tasks/result), a tool error as completed with isError,
+//     and the requests such a server sends for a task waiting for input
+//     (during a tasks/result the gateway runs for that) are the task's
+//     inputRequests, answered by tasks/update.
+//
+// Session-era clients of a 2026-07-28 server are bridged the other way
+// (see taskV1 below).
 //
 // A client that did not declare the extension gets -32021 for tasks/get,
 // tasks/update and tasks/cancel, and for a tool that requires a task;
