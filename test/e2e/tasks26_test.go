@@ -187,6 +187,32 @@ func TestTasks26ThroughTheGateway(t *testing.T) {
 	} else if code, _ := errorOf(r); code != -32020 {
 		t.Errorf("tasks/get with a mismatched Mcp-Name: %v", r)
 	}
+
+	// A server asking for sampling as a task: a 2026-07-28 client runs no
+	// client-side tasks, so it is asked without the task and answers at
+	// once, which the server takes as the result.
+	sampler := map[string]any{"sampling": map[string]any{}, "extensions": tasksExt["extensions"]}
+	args := map[string]any{"prompt": "hi"}
+	st, first := postModernFromAs(ctx, t, g.gw, "alice", sampler, "tools/call", "trigger-sampling-request-async", 6,
+		map[string]any{"name": "trigger-sampling-request-async", "arguments": args})
+	round := resultOf(t, "trigger-sampling-request-async", st, first)
+	reqs, _ := round["inputRequests"].(map[string]any)
+	if round["resultType"] != "input_required" || len(reqs) != 1 {
+		t.Fatalf("trigger-sampling-request-async = %v; want one input request", round)
+	}
+	answers := map[string]any{}
+	for key, r := range reqs {
+		req, _ := r.(map[string]any)
+		if p, _ := req["params"].(map[string]any); req["method"] != "sampling/createMessage" || p["task"] != nil || p["messages"] == nil {
+			t.Errorf("input request %v; want sampling/createMessage without its task", req)
+		}
+		answers[key] = map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by a modern client"}, "model": "m"}
+	}
+	st, final := postModernFromAs(ctx, t, g.gw, "alice", sampler, "tools/call", "trigger-sampling-request-async", 7,
+		map[string]any{"name": "trigger-sampling-request-async", "arguments": args, "inputResponses": answers, "requestState": round["requestState"]})
+	if content, _ := json.Marshal(resultOf(t, "the retry", st, final)["content"]); !strings.Contains(string(content), "sampled by a modern client") {
+		t.Errorf("trigger-sampling-request-async after the answer = %s", content)
+	}
 }
 
 // Across the eras, in host mode, where tasks belong to the sandbox: a task
