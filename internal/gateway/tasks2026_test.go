@@ -360,3 +360,27 @@ func TestTasks26InputOfASessionEraTask(t *testing.T) {
 		t.Errorf("tasks/get after the answer = %s", done.Result)
 	}
 }
+
+func TestTasks26OfARestartedServerFail(t *testing.T) {
+	ts := newTaskServer26("a", "600000")
+	g := gatewayWith(t, RouterOptions{}, ts)
+	id, _ := wire.GetString(modern(t, g, "alice", withTasksExt, "tools/call", `{"name":"research","arguments":{}}`).Result, "taskId")
+	ts.gen.Add(1) // the process restarted
+	get := modern(t, g, "alice", withTasksExt, "tasks/get", `{"taskId":"`+id+`"}`)
+	why := `mcp server "a" restarted since the task was created; the task is lost`
+	if st, _ := wire.GetString(get.Result, "status"); st != "failed" {
+		t.Errorf("tasks/get = %s %s, want failed", get.Result, get.Error)
+	}
+	if msg, _ := wire.GetString(wire.Get(get.Result, "error"), "message"); msg != why {
+		t.Errorf("error = %s, want the message %q", wire.Get(get.Result, "error"), why)
+	}
+	if msg, _ := wire.GetString(get.Result, "statusMessage"); msg != why || wire.Get(get.Result, "ttlMs") == nil || wire.Get(get.Result, "ttl") != nil {
+		t.Errorf("tasks/get = %s", get.Result)
+	}
+	if ack := modern(t, g, "alice", withTasksExt, "tasks/cancel", `{"taskId":"`+id+`"}`); !strings.HasPrefix(string(ack.Result), `{"resultType":"complete"`) {
+		t.Errorf("tasks/cancel of a lost task = %s %s, want the ack", ack.Result, ack.Error)
+	}
+	if n := len(ts.requests()); n != 1 {
+		t.Errorf("the restarted server was asked about the lost task: %v", ts.requests())
+	}
+}
