@@ -656,7 +656,11 @@ func (r *Router) capabilities() map[string]any {
 			}
 			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
-		mergeTasks(caps, init)
+		if isStateless(s.up) && offersTasks2(init) {
+			mergeTasks(caps, bridgedTasks)
+		} else {
+			mergeTasks(caps, init)
+		}
 		mergeExtensions(caps, init)
 	}
 	return caps
