@@ -134,7 +134,7 @@ func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream 
 	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
 	go func() {
 		defer cancel()
-		reply := s.forwardObserved(callCtx, m, sw, srv, params)
+		reply := g.Router.callResult(m.Method, srv, s.forwardObserved(callCtx, m, sw, srv, params)) // apps.go: renamed ui:// URIs, also after a resume
 		g.endWait(w)
 		select { // nobody may be waiting any more: never block
 		case events <- callEvent{reply: reply}:

@@ -596,7 +596,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 	// A ui:// URI renamed or no longer renamed changes the tools naming it.
 	apps, appsChanged := r.refreshApps()
 	if appsChanged {
-		ks = appendMissing(ks, kindTools, kindResources)
+		ks = appendMissing(ks, kindTools, kindResources, kindTemplates)
 	}
 	for _, k := range ks {
 		servers := r.all()
@@ -612,7 +612,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 			claims = r.claims[k.index]
 		}
 		v := buildView(lists, k, r.opts, claims)
-		if k == kindResources {
+		if k == kindResources || k == kindTemplates {
 			apps.restoreOriginals(v)
 		}
 		for _, w := range v.warnings {
