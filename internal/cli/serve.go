@@ -321,6 +321,12 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
 	countDecisions(gw, tel)
+	if err := g.codeMode.check(); err != nil {
+		return &configError{err}
+	}
+	if err := installCodeMode(&g.codeMode, router, logger, tel); err != nil {
+		return err
+	}
 	ln, err := listenWhileStarting(ctx, g, router, fromLauncher)
 	if err != nil {
 		return err
