@@ -121,7 +121,9 @@ func call(t *testing.T, s *gateway.Session, name string, args any) map[string]an
 func listed(t *testing.T, s *gateway.Session) map[string]string {
 	t.Helper()
 	reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/list"}, nil)
-	var l struct{ Tools []struct{ Name, Description string } }
+	var l struct {
+		Tools []struct{ Name, Description string }
+	}
 	_ = json.Unmarshal(reply.Result, &l)
 	out := map[string]string{}
 	for _, t := range l.Tools {
@@ -218,4 +220,3 @@ func TestGeneratedToolsAreListedAndCallable(t *testing.T) {
 		}
 	}
 }
-

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
-	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/codemode"
+	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/secrets"
