@@ -20,6 +20,9 @@ type Tool struct {
 	Name    string          // the tool's name at its server: servers.<Server>.<Name>
 	Exposed string          // its name in the gateway's tools/list, which CallFunc takes
 	Def     json.RawMessage // its definition (inputSchema, outputSchema, description)
+	// Hidden: the caller's policy hides it; it is callable (and refused
+	// with the policy's reason), but not described.
+	Hidden bool
 }
 
 // CallFunc makes one inner call of a run: the tool's CallToolResult, or an
@@ -72,6 +75,10 @@ const memorySample = "/memory/classes/heap/objects:bytes"
 // liveSample is the live heap as the last collection found it: a run's
 // growth is counted from it.
 const liveSample = "/gc/heap/live:bytes"
+
+// settleAfter is how long a run goes before its memory is measured from a
+// fresh collection (shorter runs never pay for one).
+const settleAfter = 20 * time.Millisecond
 
 // memoryEvery is how often a run's heap growth is sampled while its code runs.
 const memoryEvery = 2 * time.Millisecond
@@ -265,6 +272,8 @@ func (r *run) watchMemory() func() {
 	_, base := read()
 	ceiling := uint64(r.lim.MemoryBytes)
 	trigger := base + ceiling
+	began := time.Now()
+	settled := false
 	stop := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(memoryEvery)
@@ -277,6 +286,16 @@ func (r *run) watchMemory() func() {
 			}
 			if !r.running.Load() {
 				continue
+			}
+			if !settled && time.Since(began) > settleAfter {
+				// The live heap of the last collection may hold what is
+				// garbage now (an earlier run's): a run that lasts is
+				// measured from a fresh one.
+				settled = true
+				runtime.GC()
+				if _, live := read(); live < base {
+					base, trigger = live, live+ceiling
+				}
 			}
 			if now, _ := read(); now <= trigger {
 				continue

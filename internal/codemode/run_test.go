@@ -126,7 +126,7 @@ func TestLimitsEndTheRunSayingWhich(t *testing.T) {
 		{"program size", strings.Repeat(" ", 2000), Limits{ProgramBytes: 1000}, LimitProgramBytes, "2000 bytes"},
 		{"inner result", `return await servers.everything.huge({})`, Limits{ResultBytes: 1000}, LimitResultBytes, "everything.huge returned"},
 		{"returned value", `return "x".repeat(5000)`, Limits{ReturnBytes: 1000}, LimitReturnBytes, "5002 bytes"},
-		{"memory", `const a = []; for (;;) a.push(new Array(10000).fill(a.length))`, Limits{MemoryBytes: 32 << 20}, LimitMemory, "heap grew"},
+		{"memory", `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i)`, Limits{MemoryBytes: 32 << 20}, LimitMemory, "heap grew"},
 		{"one huge string", `return "x".repeat(1 << 30).length`, Limits{MemoryBytes: 32 << 20}, LimitMemory, "String.prototype.repeat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

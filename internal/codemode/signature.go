@@ -41,15 +41,15 @@ func (t Tool) Signature() string {
 	if line := firstLine(def.Description, 200); line != "" {
 		fmt.Fprintf(&b, "// %s\n", line)
 	}
-	in := schemaType(def.InputSchema, 0)
-	if in == "any" {
-		in = "{}"
+	in := "args: " + schemaType(def.InputSchema, 0)
+	if in == "args: any" || in == "args: object" {
+		in = "args?: {}"
 	}
 	out := "any"
 	if len(def.OutputSchema) > 0 {
 		out = schemaType(def.OutputSchema, 0)
 	}
-	fmt.Fprintf(&b, "%s(args: %s): Promise<%s>", t.Call(), in, out)
+	fmt.Fprintf(&b, "%s(%s): Promise<%s>", t.Call(), in, out)
 	return b.String()
 }
 

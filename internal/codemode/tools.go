@@ -138,9 +138,12 @@ func (s selection) resolve(c *gateway.BuiltinCall) ([]Tool, error) {
 			continue
 		}
 		found[key] = true
-		out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def})
+		out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def, Hidden: ref.Hidden})
 	}
 	for _, t := range s.Tools {
+		if i := slices.IndexFunc(out, func(x Tool) bool { return x.Server+"/"+x.Name == t }); i >= 0 && out[i].Hidden {
+			found[t] = false
+		}
 		if !found[t] {
 			return nil, fmt.Errorf("code-mode: mcp server %q has no tool %q that you may see", strings.SplitN(t, "/", 2)[0], strings.SplitN(t, "/", 2)[1])
 		}
@@ -166,9 +169,11 @@ func (m *mode) create(c *gateway.BuiltinCall, name string, sel selection) (json.
 	if err := m.router.SetBuiltin(gateway.Builtin{Tool: def, Call: gen.call, Observed: true}); err != nil {
 		return nil, fmt.Errorf("code-mode: %w", err)
 	}
-	signatures := make([]string, len(tools))
-	for i, t := range tools {
-		signatures[i] = t.Signature()
+	var signatures []string
+	for _, t := range tools {
+		if !t.Hidden {
+			signatures = append(signatures, t.Signature())
+		}
 	}
 	m.logger().Info("code-mode tool created", "tool", full, "servers", sel.Servers, "tools", sel.Tools, "functions", len(tools))
 	text := fmt.Sprintf("Created the tool %s: it is in tools/list now (call it directly or with mcp-exec), with {\"script\": \"...\"}. Its programs may call:\n%s", full, strings.Join(signatures, "\n"))
@@ -209,8 +214,10 @@ func generatedTool(name string, sel selection, tools []Tool) json.RawMessage {
 	b.WriteString("A failed call throws an Error you may catch: name PolicyDenied (refused by the gateway's policy; message says why), ToolError (.content), CallError. ")
 	b.WriteString("No timers, files, network or modules; console.log's lines come back with the result; time, CPU, memory, calls and sizes are limited.\n\nFunctions:\n")
 	for _, t := range tools {
-		b.WriteString(t.Signature())
-		b.WriteString("\n")
+		if !t.Hidden {
+			b.WriteString(t.Signature())
+			b.WriteString("\n")
+		}
 	}
 	def, _ := json.Marshal(map[string]any{
 		"name":        name,

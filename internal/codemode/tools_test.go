@@ -52,7 +52,7 @@ type guard struct {
 	calls []gateway.GuardCall
 }
 
-func (g *guard) Visible(gateway.GuardItem) bool { return true }
+func (g *guard) Visible(it gateway.GuardItem) bool { return it.Name != "delete_entities" }
 func (g *guard) Version() uint64                { return 1 }
 func (g *guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.Reply), *wire.Error) {
 	g.mu.Lock()
@@ -187,8 +187,8 @@ func TestGeneratedToolsAreListedAndCallable(t *testing.T) {
 	if !ok || len(tools) != before+1 {
 		t.Fatalf("tools/list %v lacks code-mode-mem", tools)
 	}
-	if want := "servers.memory.echo(args: {x: number}): Promise<any>"; !strings.Contains(desc, want) || strings.Contains(desc, "get-sum") {
-		t.Errorf("description %q: want %q and no other server's tool", desc, want)
+	if want := "servers.memory.echo(args: {x: number}): Promise<any>"; !strings.Contains(desc, want) || strings.Contains(desc, "get-sum") || strings.Contains(desc, "delete_entities") {
+		t.Errorf("description %q: want %q, no other server's tool and no tool the policy hides", desc, want)
 	}
 	res = call(t, s, "code-mode-mem", map[string]any{"script": `return (await servers.memory.read_graph({x: 5})).args.x * 2`})
 	if sc := res["structuredContent"].(map[string]any); sc["result"] != float64(10) {

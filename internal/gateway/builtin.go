@@ -81,7 +81,7 @@ func (c *BuiltinCall) CanRequireInput(method string, params json.RawMessage) boo
 // its requests for input, its server sessions. It returns the tool's
 // CallToolResult, or an error for a JSON-RPC error.
 func (c *BuiltinCall) CallTool(ctx context.Context, name string, arguments json.RawMessage) (json.RawMessage, error) {
-	if it := c.sess.gw.Router.view(kindTools).byKey[name]; it != nil && it.server.builtin != nil {
+	if it := c.sess.gw.Router.view(kindTools).byKey[name]; it != nil && it.server.builtin != nil && !it.server.builtin[it.original].Generated {
 		return nil, fmt.Errorf("%s is one of the gateway's own tools: call it directly", name)
 	}
 	if len(arguments) == 0 {

@@ -65,20 +65,25 @@ type ToolRef struct {
 	Name    string          // its name at the server (policy and audit use it)
 	Exposed string          // its name in tools/list (the one CallInner takes)
 	Def     json.RawMessage // its definition as listed
+	// Hidden: the guard hides it from the calling client's tools/list. A
+	// call of it is still decided by the guard (refused, with the policy's
+	// reason, as a client's own tools/call of it would be).
+	Hidden bool
 }
 
-// Tools returns the servers' tools the calling client sees (the guard's
-// Visible), in the view's order; every server's when servers is empty.
-// The gateway's own tools are not among them.
+// Tools returns the servers' tools, in the view's order (every server's
+// when servers is empty), marked Hidden when the calling client does not
+// see them. The gateway's own tools are not among them.
 func (c *BuiltinCall) Tools(servers []string) []ToolRef {
 	g := c.sess.gw
+	seen := g.listView(kindTools)
 	var out []ToolRef
-	for _, it := range g.listView(kindTools).items {
+	for _, it := range g.Router.view(kindTools).items {
 		if it.server.builtin != nil || len(servers) > 0 && !slices.Contains(servers, it.server.name) {
 			continue
 		}
 		name, _ := wire.GetString(it.def, "name")
-		out = append(out, ToolRef{Server: it.server.name, Name: it.original, Exposed: name, Def: it.def})
+		out = append(out, ToolRef{Server: it.server.name, Name: it.original, Exposed: name, Def: it.def, Hidden: seen.byKey[name] != it})
 	}
 	return out
 }
