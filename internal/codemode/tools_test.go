@@ -53,7 +53,7 @@ type guard struct {
 }
 
 func (g *guard) Visible(it gateway.GuardItem) bool { return it.Name != "delete_entities" }
-func (g *guard) Version() uint64                { return 1 }
+func (g *guard) Version() uint64                   { return 1 }
 func (g *guard) Admit(ctx context.Context, c *gateway.GuardCall) (func(gateway.Reply), *wire.Error) {
 	g.mu.Lock()
 	g.calls = append(g.calls, *c)
