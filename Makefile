@@ -53,3 +53,9 @@ bench:
 
 bench-short:
 	GO=$(GO) $(GO) run ./bench -short -era both
+
+# Code mode's figures (docs/code-mode.md, "Figures"): tools/list bytes with code-mode
+# instead of the tools, an inner call against a direct tools/call. Asserts no speed.
+.PHONY: bench-codemode
+bench-codemode:
+	$(GO) run ./bench/codemode

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -76,9 +77,10 @@ const memorySample = "/memory/classes/heap/objects:bytes"
 // growth is counted from it.
 const liveSample = "/gc/heap/live:bytes"
 
-// settleAfter is how long a run goes before its memory is measured from a
-// fresh collection (shorter runs never pay for one).
-const settleAfter = 20 * time.Millisecond
+// settleAfter is how long a program's code runs before its memory is
+// measured from a fresh collection (a run that mostly waits for its inner
+// calls, or ends sooner, never pays for one).
+const settleAfter = 100 * time.Millisecond
 
 // memoryEvery is how often a run's heap growth is sampled while its code runs.
 const memoryEvery = 2 * time.Millisecond
@@ -100,7 +102,6 @@ type run struct {
 	done   chan completion // inner calls that ended
 	over   chan struct{}   // closed when the run ends: nobody reads done any more
 	sem    chan struct{}   // inner calls in flight
-	byName map[string]map[string]Tool
 
 	pending int // inner calls not yet settled
 	calls   int
@@ -272,7 +273,7 @@ func (r *run) watchMemory() func() {
 	_, base := read()
 	ceiling := uint64(r.lim.MemoryBytes)
 	trigger := base + ceiling
-	began := time.Now()
+	ran := 0 // samples taken while the code ran
 	settled := false
 	stop := make(chan struct{})
 	go func() {
@@ -287,7 +288,8 @@ func (r *run) watchMemory() func() {
 			if !r.running.Load() {
 				continue
 			}
-			if !settled && time.Since(began) > settleAfter {
+			ran++
+			if !settled && time.Duration(ran)*memoryEvery > settleAfter {
 				// The live heap of the last collection may hold what is
 				// garbage now (an earlier run's): a run that lasts is
 				// measured from a fresh one.
@@ -332,22 +334,27 @@ func (r *run) setup() error {
 	}
 	r.errorCtor = global.Get("Error")
 
-	servers := vm.NewObject()
-	r.byName = map[string]map[string]Tool{}
-	for _, t := range r.p.Tools {
-		obj, _ := servers.Get(t.Server).(*goja.Object)
-		if obj == nil {
-			obj = vm.NewObject()
-			if err := servers.Set(t.Server, obj); err != nil {
-				return err
-			}
-			r.byName[t.Server] = map[string]Tool{}
+	// servers and each servers.<server> make a tool's function when the
+	// program first reaches it: a run over a thousand tools that calls
+	// three makes three.
+	byServer := map[string][]int{} // the tools of each server, as indexes in p.Tools
+	var order []string
+	for i, t := range r.p.Tools {
+		if byServer[t.Server] == nil {
+			order = append(order, t.Server)
 		}
-		r.byName[t.Server][t.Name] = t
-		if err := obj.Set(t.Name, r.function(t)); err != nil {
-			return err
-		}
+		byServer[t.Server] = append(byServer[t.Server], i)
 	}
+	servers := vm.NewDynamicObject(&lazyObject{keys: order, make: func(name string) goja.Value {
+		idx := byServer[name]
+		names := make([]string, len(idx))
+		for i, j := range idx {
+			names[i] = r.p.Tools[j].Name
+		}
+		return vm.NewDynamicObject(&lazyObject{keys: names, make: func(tool string) goja.Value {
+			return vm.ToValue(r.function(r.p.Tools[idx[slices.Index(names, tool)]]))
+		}})
+	}})
 	if err := vm.Set("servers", servers); err != nil {
 		return err
 	}
@@ -377,8 +384,11 @@ const stringGuard = `(function (limit, refuse) {
   }
 })`
 
+// stringGuardProgram is stringGuard compiled once, for every run.
+var stringGuardProgram = goja.MustCompile("guard.js", stringGuard, true)
+
 func (r *run) guardStrings() error {
-	f, err := r.vm.RunString(stringGuard)
+	f, err := r.vm.RunProgram(stringGuardProgram)
 	if err != nil {
 		return err
 	}
@@ -389,6 +399,33 @@ func (r *run) guardStrings() error {
 	_, err = guard(goja.Undefined(), r.vm.ToValue(r.lim.MemoryBytes/2), r.vm.ToValue(refuse))
 	return err
 }
+
+// lazyObject is a read-only object whose properties are made when first
+// read.
+type lazyObject struct {
+	keys []string
+	make func(key string) goja.Value
+	made map[string]goja.Value
+}
+
+func (o *lazyObject) Get(key string) goja.Value {
+	if v, ok := o.made[key]; ok {
+		return v
+	}
+	if !slices.Contains(o.keys, key) {
+		return nil
+	}
+	if o.made == nil {
+		o.made = map[string]goja.Value{}
+	}
+	v := o.make(key)
+	o.made[key] = v
+	return v
+}
+func (o *lazyObject) Set(string, goja.Value) bool { return false }
+func (o *lazyObject) Has(key string) bool         { return slices.Contains(o.keys, key) }
+func (o *lazyObject) Delete(string) bool          { return false }
+func (o *lazyObject) Keys() []string              { return o.keys }
 
 // log keeps a console line, up to maxLogLines and maxLogBytes.
 func (r *run) log(call goja.FunctionCall) goja.Value {

@@ -78,6 +78,8 @@ func TestProgramsCallToolsAndReturnJSON(t *testing.T) {
 			`try { await servers.memory.gone({}) } catch (e) { return [e.name, e.message] }`,
 			`["CallError","memory.gone: Unknown tool: gone"]`},
 		{"undefined is null", `const x = 1`, `null`},
+		{"servers and their tools can be listed", `return [Object.keys(servers).sort(), Object.keys(servers.everything), typeof servers.nope, typeof servers.memory.nope, "echo" in servers.everything]`,
+			`[["everything","memory"],["echo","get-tiny-image","slow","huge"],"undefined","undefined",true]`},
 		{"no timers, no buffers, no require",
 			`return [typeof setTimeout, typeof setInterval, typeof ArrayBuffer, typeof Uint8Array, typeof require, typeof process, typeof fetch]`,
 			`["undefined","undefined","undefined","undefined","undefined","undefined","undefined"]`},
