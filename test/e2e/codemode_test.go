@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // Code mode (docs/code-mode.md): programs that call the servers' tools,
@@ -393,5 +394,55 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 	cs := again.connectEra(ctx, sessionEra)
 	if names := toolNames(ctx, t, cs); !slices.Contains(names, "code-mode") || slices.Contains(names, "code-mode-kg") {
 		t.Errorf("the new sandbox st lists %v: want code-mode and no code-mode-kg", names)
+	}
+}
+
+// Each inner call is a span under the run's, which is under the request's.
+func TestCodeModeTracing(t *testing.T) {
+	receiver := startOTLPReceiver(t)
+	server := startTraceServer(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	g := newGW(t)
+	g.mustLaunch(fmt.Sprintf(`{"remote": {"url": %q, "transport": "http"}}`, server.url), "--code-mode")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const clientTrace, clientSpan = "5cf92f3577b34da6a3ce929d0e0e4737", "01f067aa0ba902b8"
+	cs := g.connectEra(ctx, sessionEra)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "code-mode",
+		Arguments: map[string]any{"script": `await servers.remote.traced({}); await servers.remote.traced({}); return "two"`},
+		Meta:      mcp.Meta{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("the run: %v %v", err, res)
+	}
+	spans := receiver.waitSpans(t, clientTrace, 4)
+	var front, run *tracepb.Span
+	var inner []*tracepb.Span
+	for _, s := range spans {
+		switch {
+		case s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Name == "tools/call code-mode":
+			front = s
+		case s.Name == "tools/call code-mode":
+			run = s
+		case s.Name == "tools/call traced":
+			inner = append(inner, s)
+		}
+	}
+	if front == nil || run == nil || len(inner) != 2 {
+		t.Fatalf("spans %v: want the request's, the run's and two inner calls'", spans)
+	}
+	if string(run.ParentSpanId) != string(front.SpanId) {
+		t.Errorf("the run's span has parent %x, want the request's %x", run.ParentSpanId, front.SpanId)
+	}
+	for _, s := range inner {
+		if string(s.ParentSpanId) != string(run.SpanId) {
+			t.Errorf("an inner call's span has parent %x, want the run's %x", s.ParentSpanId, run.SpanId)
+		}
+		if a := attrs(s); a["mcp_gateway.server"] != "remote" || a["gen_ai.tool.name"] != "traced" {
+			t.Errorf("an inner call's span attributes %v", a)
+		}
+	}
+	if a := attrs(run); a["mcp_gateway.server"] != "mcp-gateway" || a["gen_ai.tool.name"] != "code-mode" {
+		t.Errorf("the run's span attributes %v", a)
 	}
 }
