@@ -95,13 +95,13 @@ var unsafeGlobals = []string{"ArrayBuffer", "SharedArrayBuffer", "DataView", "At
 // but for the ones the inner calls' goroutines and the watchers share
 // (done, sem, running).
 type run struct {
-	p      Program
-	lim    Limits
-	ctx    context.Context
-	vm     *goja.Runtime
-	done   chan completion // inner calls that ended
-	over   chan struct{}   // closed when the run ends: nobody reads done any more
-	sem    chan struct{}   // inner calls in flight
+	p    Program
+	lim  Limits
+	ctx  context.Context
+	vm   *goja.Runtime
+	done chan completion // inner calls that ended
+	over chan struct{}   // closed when the run ends: nobody reads done any more
+	sem  chan struct{}   // inner calls in flight
 
 	pending int // inner calls not yet settled
 	calls   int
