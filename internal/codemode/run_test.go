@@ -77,6 +77,8 @@ func TestProgramsCallToolsAndReturnJSON(t *testing.T) {
 		{"no result is a CallError",
 			`try { await servers.memory.gone({}) } catch (e) { return [e.name, e.message] }`,
 			`["CallError","memory.gone: Unknown tool: gone"]`},
+		{"arguments that cannot be JSON are a TypeError", `const o = {}; o.o = o; try { await servers.everything.echo(o) } catch (e) { return e.name + ": " + e.message }`,
+			`"TypeError: Converting circular structure to JSON"`},
 		{"undefined is null", `const x = 1`, `null`},
 		{"servers and their tools can be listed", `return [Object.keys(servers).sort(), Object.keys(servers.everything), typeof servers.nope, typeof servers.memory.nope, "echo" in servers.everything]`,
 			`[["everything","memory"],["echo","get-tiny-image","slow","huge"],"undefined","undefined",true]`},
