@@ -176,8 +176,10 @@ func TestCodeModeLimitsAndCancellation(t *testing.T) {
 		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	waitForTools(ctx, t, g, "echo", "trigger-long-running-operation", "code-mode")
 
-	// The victim: another client calling all along.
+	// The victims: another client calling all along, and one calling
+	// beside each run.
 	victim := g.connectEra(ctx, sessionEra)
+	other := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "other", Version: "1"}, nil), modernEra)
 	var ok atomic.Int64
 	var failed atomic.Value
 	stop := make(chan struct{})
@@ -212,16 +214,21 @@ func TestCodeModeLimitsAndCancellation(t *testing.T) {
 			cs = connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil), modernEra)
 		}
 		for _, c := range cases {
-			before := ok.Load()
-			res, sc := runScript(ctx, t, cs, "code-mode", c.script)
-			if !res.IsError || sc["limit"] != c.limit || !strings.Contains(text(res), c.says) {
-				t.Errorf("%s, %s: %v %q (limit %v), want the %s limit saying %q", era, c.name, res.IsError, text(res), sc["limit"], c.limit, c.says)
-			}
-			if c.limit == "cpu" || c.limit == "memory" {
-				// These ran for a while: the victim was served meanwhile.
-				if ok.Load() == before && failed.Load() == nil {
-					t.Errorf("%s, %s: the victim's calls made no progress during the run", era, c.name)
+			// The run goes on in the background while another client calls.
+			run := callAsync(ctx, cs, &mcp.CallToolParams{Name: "code-mode", Arguments: map[string]any{"script": c.script}})
+			for i := range 3 {
+				res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "get-sum", Arguments: map[string]any{"a": i, "b": 1}})
+				if err != nil || text(res) != fmt.Sprintf("The sum of %d and 1 is %d.", i, i+1) {
+					t.Errorf("%s, %s: another client's call beside the run: %v %v", era, c.name, err, res)
 				}
+			}
+			r := awaitCall(ctx, t, c.name, run)
+			if r.err != nil {
+				t.Fatalf("%s, %s: %v", era, c.name, r.err)
+			}
+			sc, _ := r.res.StructuredContent.(map[string]any)
+			if !r.res.IsError || sc["limit"] != c.limit || !strings.Contains(text(r.res), c.says) {
+				t.Errorf("%s, %s: %v %q (limit %v), want the %s limit saying %q", era, c.name, r.res.IsError, text(r.res), sc["limit"], c.limit, c.says)
 			}
 		}
 		// The gateway still runs programs.
