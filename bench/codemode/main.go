@@ -93,14 +93,14 @@ func run(nServers, nTools, calls int) error {
 	fmt.Printf("# Code mode: %d servers × %d tools (echo, bench/echo), %s\n\n", nServers, nTools, time.Now().UTC().Format("2006-01-02"))
 
 	// tools/list: every tool, against code-mode and one generated tool.
-	defs, listBytes, err := c.listAll(nServers*nTools + 1)
+	_, listBytes, err := c.listAll(nServers*nTools + 1)
 	if err != nil {
 		return err
 	}
 	if _, err := c.callTool("code-mode", map[string]any{"name": "all", "servers": names}); err != nil {
 		return err
 	}
-	defs, _, err = c.listAll(nServers*nTools + 2)
+	defs, _, err := c.listAll(nServers*nTools + 2)
 	if err != nil {
 		return err
 	}
