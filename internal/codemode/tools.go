@@ -130,22 +130,22 @@ func (s selection) resolve(c *gateway.BuiltinCall) ([]Tool, error) {
 			servers = append(servers, server)
 		}
 	}
-	var out []Tool
-	found := map[string]bool{}
-	for _, ref := range c.Tools(servers) {
-		key := ref.Server + "/" + ref.Name
-		if len(s.Tools) > 0 && !slices.Contains(s.Servers, ref.Server) && !slices.Contains(s.Tools, key) {
+	refs := c.Tools(servers)
+	out := make([]Tool, 0, len(refs))
+	whole := make(map[string]bool, len(s.Servers)) // servers whose every tool is selected
+	for _, name := range s.Servers {
+		whole[name] = true
+	}
+	for _, ref := range refs {
+		if len(s.Tools) > 0 && !whole[ref.Server] && !slices.Contains(s.Tools, ref.Server+"/"+ref.Name) {
 			continue
 		}
-		found[key] = true
 		out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def, Hidden: ref.Hidden})
 	}
 	for _, t := range s.Tools {
-		if i := slices.IndexFunc(out, func(x Tool) bool { return x.Server+"/"+x.Name == t }); i >= 0 && out[i].Hidden {
-			found[t] = false
-		}
-		if !found[t] {
-			return nil, fmt.Errorf("code-mode: mcp server %q has no tool %q that you may see", strings.SplitN(t, "/", 2)[0], strings.SplitN(t, "/", 2)[1])
+		server, name, _ := strings.Cut(t, "/")
+		if !slices.ContainsFunc(out, func(x Tool) bool { return x.Server == server && x.Name == name && !x.Hidden }) {
+			return nil, fmt.Errorf("code-mode: mcp server %q has no tool %q that you may see", server, name)
 		}
 	}
 	return out, nil

@@ -220,3 +220,28 @@ func TestGeneratedToolsAreListedAndCallable(t *testing.T) {
 		}
 	}
 }
+
+func TestGeneratedToolOverSingleTools(t *testing.T) {
+	_, s, _, _ := newGateway(t)
+	res := call(t, s, "code-mode", map[string]any{"name": "sum", "tools": []string{"everything/get-sum", "memory/echo"}})
+	if res["isError"] == true {
+		t.Fatalf("create: %v", res)
+	}
+	desc := listed(t, s)["code-mode-sum"]
+	for _, want := range []string{`servers.everything["get-sum"](args: {x: number})`, "servers.memory.echo("} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("description lacks %q:\n%s", want, desc)
+		}
+	}
+	if strings.Contains(desc, "servers.everything.echo") || strings.Contains(desc, "read_graph") {
+		t.Errorf("description names a tool not selected:\n%s", desc)
+	}
+	res = call(t, s, "code-mode-sum", map[string]any{"script": `return [typeof servers.everything.echo, (await servers.everything["get-sum"]({x: 2})).args.x]`})
+	if got, _ := json.Marshal(res["structuredContent"].(map[string]any)["result"]); string(got) != `["undefined",2]` {
+		t.Errorf("run: %s", got)
+	}
+	res = call(t, s, "code-mode", map[string]any{"name": "x", "tools": []string{"memory/delete_entities"}})
+	if text := res["content"].([]any)[0].(map[string]any)["text"].(string); res["isError"] != true || !strings.Contains(text, `has no tool "delete_entities" that you may see`) {
+		t.Errorf("a tool the policy hides: %v", res)
+	}
+}

@@ -76,10 +76,18 @@ type ToolRef struct {
 // see them. The gateway's own tools are not among them.
 func (c *BuiltinCall) Tools(servers []string) []ToolRef {
 	g := c.sess.gw
+	var only map[string]bool
+	if len(servers) > 0 {
+		only = make(map[string]bool, len(servers))
+		for _, s := range servers {
+			only[s] = true
+		}
+	}
 	seen := g.listView(kindTools)
-	var out []ToolRef
-	for _, it := range g.Router.view(kindTools).items {
-		if it.server.builtin != nil || len(servers) > 0 && !slices.Contains(servers, it.server.name) {
+	items := g.Router.view(kindTools).items
+	out := make([]ToolRef, 0, len(items))
+	for _, it := range items {
+		if it.server.builtin != nil || only != nil && !only[it.server.name] {
 			continue
 		}
 		name, _ := wire.GetString(it.def, "name")
