@@ -4,12 +4,14 @@
 //   - what a client reads in tools/list for 64 servers × 20 tools, against
 //     what it reads with code-mode and one generated tool over all of them
 //     instead (the ratio is the figure);
+//
 //   - the latency an inner call adds over a direct tools/call of the same
 //     tool (the goal: at most 1.2× the direct call);
+//
 //   - a run of N inner calls in one round trip against N round trips.
 //
-//	go run ./bench/codemode            (make bench-codemode)
-//	go run ./bench/codemode -short     seconds, for a smoke test
+//     go run ./bench/codemode            (make bench-codemode)
+//     go run ./bench/codemode -short     seconds, for a smoke test
 //
 // It asserts nothing about speed: it exits 1 only when a call fails or the
 // harness breaks. It builds ./cmd/mcp-gateway and ./bench/echo (the
