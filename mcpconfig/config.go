@@ -53,11 +53,12 @@ type Server struct {
 	// Transport is a remote server's transport: TransportHTTP (streamable
 	// HTTP), TransportSSE (HTTP+SSE), or "" to detect it.
 	Transport string
-	// DiscoverFirst asks a remote server server/discover before initialize
-	// (the entry's "discoverFirst"), so a server that speaks both eras is
-	// spoken to in the 2026-07-28 era; by default a session starts with
-	// initialize and server/discover is asked only when it is refused.
-	DiscoverFirst bool
+	// InitializeFirst starts a remote server's sessions with initialize (the
+	// entry's "discoverFirst": false), so a server that speaks both eras is
+	// spoken to in the session era, and server/discover is asked only when
+	// initialize is refused. By default server/discover is asked first, and
+	// initialize only when that is refused.
+	InitializeFirst bool
 	// OAuth is a remote server's "oauth" entry: the gateway gets its
 	// tokens by OAuth (see OAuth). Nil when there is none.
 	OAuth *OAuth

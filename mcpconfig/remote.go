@@ -63,7 +63,7 @@ func resolveRemote(e *entry, envs map[string]string) (Server, []error) {
 		switch string(raw) {
 		case "null":
 		case "true", "false":
-			s.DiscoverFirst = string(raw) == "true"
+			s.InitializeFirst = string(raw) == "false"
 		default:
 			errs = append(errs, &Error{Server: e.name, Property: "discoverFirst",
 				Message: fmt.Sprintf(`property "discoverFirst" must be true or false, not %s`, quoteRaw(raw))})

@@ -29,7 +29,10 @@ func TestParseRemote(t *testing.T) {
 			{Name: "r", Kind: KindRemote, URL: "https://old.example.com/sse", Transport: TransportSSE},
 		}, nil},
 		{"discoverFirst", `{"r":{"url":"https://a.example/mcp","discoverFirst":true}}`, []Server{
-			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp", DiscoverFirst: true},
+			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp"},
+		}, nil},
+		{"discoverFirst false", `{"r":{"url":"https://a.example/mcp","discoverFirst":false}}`, []Server{
+			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp", InitializeFirst: true},
 		}, nil},
 		{"null headers and transport are absent", `{"r":{"url":"https://a.example/mcp","headers":null,"transport":null}}`, []Server{
 			{Name: "r", Kind: KindRemote, URL: "https://a.example/mcp"},

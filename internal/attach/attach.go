@@ -160,7 +160,7 @@ func addRemote(router *gateway.Router, s mcpconfig.Server, hooks gateway.Hooks, 
 	client := upstream.NewHTTPClient(s.Name, o.Guard)
 	base := upstream.HTTPOptions{
 		Name: s.Name, URL: s.URL, Transport: s.Transport, Client: client, Guard: o.Guard, Logger: o.Logger,
-		ClientInfo: o.ClientInfo, ParamHeaders: &upstream.ParamHeaders{}, DiscoverFirst: s.DiscoverFirst,
+		ClientInfo: o.ClientInfo, ParamHeaders: &upstream.ParamHeaders{}, DiscoverFirst: !s.InitializeFirst,
 	}
 	if s.OAuth != nil {
 		// One OAuth client for the server, shared by its sessions; its

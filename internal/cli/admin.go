@@ -101,7 +101,7 @@ func adminUsage(group string, cmds []adminCommand, missing bool, stdout, stderr 
 	}
 	fmt.Fprintf(w, "Usage: mcp-gateway %s <command> [flags]\n\nCommands:\n", group)
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-40s %s\n", c.synopsis, firstLine(c.text))
+		fmt.Fprintf(w, "  %s\n%s", c.synopsis, indent(c.text, "      "))
 	}
 	if missing {
 		return exitUsage
@@ -198,9 +198,17 @@ func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) (positi
 	}
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// indent returns text with prefix before each of its lines, and a final
+// newline: a description shown in full under its synopsis.
+func indent(text, prefix string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if line != "" {
+			b.WriteString(prefix)
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func one(args []string, what string) (string, error) {

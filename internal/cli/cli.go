@@ -76,9 +76,8 @@ func Main(args []string) int {
 				return c.run(args[1:], stdout, stderr)
 			}
 		}
-		if args[0] == "help" {
-			usage(stdout)
-			return exitOK
+		if args[0] == "help" { // the same as mcp-gateway --help
+			return runLaunch(append([]string{"--help"}, args[1:]...), stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "mcp-gateway: unknown command %q\n\n", args[0])
 		usage(stderr)
@@ -88,20 +87,26 @@ func Main(args []string) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `mcp-gateway puts many MCP servers behind one authenticated MCP endpoint.
+	fmt.Fprintf(w, `mcp-gateway puts many MCP servers behind one authenticated MCP endpoint.
 
 Usage:
   mcp-gateway --config '<json>' [flags]   start the gateway in the background, exit 0 once ready
   mcp-gateway <command> [flags]
 
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `
+%s
 Run 'mcp-gateway --help' for the launcher's flags, 'mcp-gateway <command> --help' for a command's.
-`)
+`, commandList())
+}
+
+// commandList lists every command with its summary, under a "Commands:"
+// heading: the overview of usage and of the launcher's --help.
+func commandList() string {
+	var b strings.Builder
+	b.WriteString("Commands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	return b.String()
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {

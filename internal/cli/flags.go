@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
@@ -38,10 +40,57 @@ func newFlagSet(name, synopsis, text string, stderr io.Writer) *flag.FlagSet {
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
 			fmt.Fprintf(out, "\nFlags:\n")
-			fs.PrintDefaults()
+			printFlags(out, fs)
 		}
 	}
 	return fs
+}
+
+// printFlags is flag.PrintDefaults with two dashes, as the docs write the
+// flags: "  --name value" and the usage indented below, with the default
+// unless it is the type's zero value.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		name, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if name != "" {
+			b.WriteString(" " + name)
+		}
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if !isZeroDefault(f) {
+			if isStringFlag(f) {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// help does not print (as flag.PrintDefaults).
+func isZeroDefault(f *flag.Flag) bool {
+	t := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	} else {
+		z = reflect.Zero(t)
+	}
+	v, ok := z.Interface().(flag.Value)
+	if !ok {
+		return f.DefValue == ""
+	}
+	return f.DefValue == v.String()
+}
+
+// isStringFlag reports whether f is a plain string flag, whose default
+// help quotes.
+func isStringFlag(f *flag.Flag) bool {
+	return reflect.TypeOf(f.Value).String() == "*flag.stringValue"
 }
 
 // parse parses args; done is true when the caller should return code (help or an error).
@@ -180,6 +229,7 @@ type httpFlags struct {
 	maxHeaderBytes     int
 	maxConnections     int
 	slowClientTimeout  time.Duration
+	streamKeepalive    time.Duration
 	sessionIdleTimeout time.Duration
 	maxSessions        int
 	// The per-tenant quotas of sessions and of the bytes kept to replay
@@ -197,6 +247,7 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 1<<20, "largest request head accepted (431 beyond)")
 	fs.IntVar(&f.maxConnections, "max-connections", 1024, "open client connections at most; one more closes the oldest that never authenticated, else the longest idle one, or is answered 503 if all are serving authenticated requests (0: no limit)")
 	fs.DurationVar(&f.slowClientTimeout, "slow-client-timeout", front.DefaultSlowClientTimeout, "how long a client's stream may stay unwritable before the gateway closes it")
+	fs.DurationVar(&f.streamKeepalive, "stream-keepalive", front.DefaultStreamKeepalive, "how long an SSE stream may go without a write before it gets a comment line, so that a proxy's read timeout does not close an idle stream (0: never)")
 	fs.DurationVar(&f.sessionIdleTimeout, "session-idle-timeout", 30*time.Minute, "end a client session after this long without a request (0: never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "open client sessions at most; an initialize beyond ends the idlest session of the tenant holding the most, or is answered 503 (0: no limit)")
 	fs.IntVar(&f.maxSessionsPerTenant, "max-sessions-per-tenant", 100, "open sessions of one tenant at most (host: a sandbox; serve: a client identity, its initialize's clientInfo.name); an initialize beyond ends the tenant's session idle for longest (0: no limit)")
@@ -214,6 +265,7 @@ func (f *httpFlags) args() []string {
 		fmt.Sprintf("--max-header-bytes=%d", f.maxHeaderBytes),
 		fmt.Sprintf("--max-connections=%d", f.maxConnections),
 		"--slow-client-timeout=" + f.slowClientTimeout.String(),
+		"--stream-keepalive=" + f.streamKeepalive.String(),
 		"--session-idle-timeout=" + f.sessionIdleTimeout.String(),
 		fmt.Sprintf("--max-sessions=%d", f.maxSessions),
 		fmt.Sprintf("--max-sessions-per-tenant=%d", f.maxSessionsPerTenant),
@@ -226,8 +278,8 @@ func (f *httpFlags) args() []string {
 // check refuses negative limits.
 func (f *httpFlags) check() error {
 	switch {
-	case f.readHeaderTimeout < 0, f.bodyReadTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0:
-		return errors.New("--read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout and --session-idle-timeout must not be negative")
+	case f.readHeaderTimeout < 0, f.bodyReadTimeout < 0, f.idleTimeout < 0, f.slowClientTimeout < 0, f.sessionIdleTimeout < 0, f.streamKeepalive < 0:
+		return errors.New("--read-header-timeout, --body-read-timeout, --idle-timeout, --slow-client-timeout, --stream-keepalive and --session-idle-timeout must not be negative")
 	case f.maxHeaderBytes < 0, f.maxConnections < 0, f.maxSessions < 0:
 		return errors.New("--max-header-bytes, --max-connections and --max-sessions must not be negative")
 	case f.maxSessionsPerTenant < 0, f.replayBytesPerStream < 0, f.replayBytesPerSession < 0, f.replayBytes < 0:
@@ -239,6 +291,10 @@ func (f *httpFlags) check() error {
 // configure gives the front its limits and logger.
 func (f *httpFlags) configure(h *front.Handler, logger *slog.Logger) {
 	h.SlowClientTimeout = f.slowClientTimeout
+	h.StreamKeepalive = f.streamKeepalive
+	if f.streamKeepalive == 0 {
+		h.StreamKeepalive = -1 // the flag's 0 is never; the front's, its default
+	}
 	h.BodyReadTimeout = f.bodyReadTimeout
 	if f.bodyReadTimeout == 0 {
 		h.BodyReadTimeout = -1 // the flag's 0 is no limit; the front's, its default

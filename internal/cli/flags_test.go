@@ -26,7 +26,7 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	want := httpFlags{
 		readHeaderTimeout: 10 * time.Second, bodyReadTimeout: 10 * time.Second, idleTimeout: 120 * time.Second, maxHeaderBytes: 1 << 20,
-		maxConnections: 1024, slowClientTimeout: 10 * time.Second, sessionIdleTimeout: 30 * time.Minute, maxSessions: 10000,
+		maxConnections: 1024, slowClientTimeout: 10 * time.Second, streamKeepalive: 25 * time.Second, sessionIdleTimeout: 30 * time.Minute, maxSessions: 10000,
 		maxSessionsPerTenant: 100, replayBytesPerStream: 1 << 20, replayBytesPerSession: 4 << 20, replayBytes: 64 << 20,
 	}
 	if g.http != want {
@@ -54,6 +54,16 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	if h.BodyReadTimeout != want.bodyReadTimeout {
 		t.Errorf("front.Handler: BodyReadTimeout %v, want %v", h.BodyReadTimeout, want.bodyReadTimeout)
+	}
+	if h.StreamKeepalive != 25*time.Second {
+		t.Errorf("front.Handler: StreamKeepalive %v, want 25s", h.StreamKeepalive)
+	}
+	noKeepalive := want
+	noKeepalive.streamKeepalive = 0
+	var quiet front.Handler
+	noKeepalive.configure(&quiet, logger)
+	if quiet.StreamKeepalive >= 0 {
+		t.Errorf("--stream-keepalive 0 gives front.Handler StreamKeepalive %v, want negative (never)", quiet.StreamKeepalive)
 	}
 	noBodyLimit := want
 	noBodyLimit.bodyReadTimeout = 0

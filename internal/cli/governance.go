@@ -245,7 +245,7 @@ func (f *governanceFlags) registerHost(fs *flag.FlagSet) {
 	fs.StringVar(&f.auditFile, "audit-file", "", "the audit log `file` (JSON Lines, hash-chained); default audit.jsonl in the state directory; '-': none")
 	fs.BoolVar(&f.auditArguments, "audit-arguments", false, "record calls' arguments in full in the audit log (default: their SHA-256 only)")
 	fs.Int64Var(&f.auditMaxBytes, "audit-max-bytes", 100<<20, "rotate the audit log beyond this size (the chain continues in the new file)")
-	fs.DurationVar(&f.approvalTimeout, "approval-timeout", policy.DefaultApprovalTimeout, "how long a call needing approval waits for an answer (elicitation or `mcp-gateway approval allow`) before it is denied")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", policy.DefaultApprovalTimeout, "how long a call needing approval waits for an answer (elicitation or 'mcp-gateway approval allow') before it is denied")
 }
 
 // hostOptions are the host daemon's governance options.

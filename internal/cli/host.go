@@ -179,7 +179,7 @@ func (d *hostDaemon) run() int {
 	if err != nil {
 		return d.fail(err)
 	}
-	ln, err := listenHost(d.flags.addr, d.flags.port)
+	ln, err := listenTCP(d.flags.addr, d.flags.port)
 	if err != nil {
 		store.Close()
 		return d.fail(err)
@@ -208,8 +208,9 @@ func (d *hostDaemon) run() int {
 	return d.serve(ctx, h, ln, control, url)
 }
 
-// listenHost listens on the MCP endpoint's address; a port taken says by whom.
-func listenHost(addr string, port int) (net.Listener, error) {
+// listenTCP listens on addr and port (the host's MCP endpoint, serve's
+// and the launcher's); a port taken says by whom.
+func listenTCP(addr string, port int) (net.Listener, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
 		err = fmt.Errorf("listening on port %d: %w", port, err)
@@ -291,7 +292,7 @@ func displayHost(addr string) string {
 func portTaken(port int, err error) error {
 	pid, cmdline, ok := host.PortOwner(port)
 	if !ok {
-		return err
+		return fmt.Errorf("port %d is taken by another process: stop it, or pass another --port: %w", port, err)
 	}
 	what := fmt.Sprintf("another process (pid %d: %s)", pid, cmdline)
 	if f := strings.Fields(cmdline); len(f) > 1 && filepath.Base(f[0]) == "mcp-gateway" && f[1] == "host" {

@@ -33,7 +33,7 @@ func (f *quotaFlags) register(fs *flag.FlagSet, scope string) {
 // sandbox's gateway and the approval queue's bound.
 func (f *quotaFlags) registerHost(fs *flag.FlagSet) {
 	f.register(fs, "a sandbox")
-	fs.IntVar(&f.maxPendingApprovals, "max-pending-approvals", policy.MaxPendingPerPrincipal, "calls of one sandbox waiting in the approval queue (`mcp-gateway approval ls`) at once; one more is denied at once")
+	fs.IntVar(&f.maxPendingApprovals, "max-pending-approvals", policy.MaxPendingPerPrincipal, "calls of one sandbox waiting in the approval queue ('mcp-gateway approval ls') at once; one more is denied at once")
 }
 
 // args renders the flags for the serving process.

@@ -7,14 +7,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
 )
 
-// runSandbox is `mcp-gateway sandbox create|ls|rm`: the host's sandboxes.
+// runSandbox is `mcp-gateway sandbox create|ls|rm|connect`: the host's sandboxes.
 func runSandbox(args []string, stdout, stderr io.Writer) int {
-	return runAdmin("sandbox", []adminCommand{sandboxCreate(), sandboxLs(), sandboxRm()}, args, stdout, stderr)
+	return runAdmin("sandbox", []adminCommand{sandboxCreate(), sandboxLs(), sandboxRm(), sandboxConnect()}, args, stdout, stderr)
 }
 
 func sandboxCreate() adminCommand {
@@ -100,4 +104,80 @@ func sandboxRm() adminCommand {
 			return nil
 		},
 	}
+}
+
+// sandboxConnect prints, or writes, what an agent needs to use a sandbox:
+// its endpoint and (by reference) its token, in the agent's own format.
+func sandboxConnect() adminCommand {
+	var agent, name, tokenEnv string
+	var write, inline bool
+	return adminCommand{
+		name: "connect", synopsis: "connect NAME --agent A [--write]",
+		text: `Print the configuration agent A needs to use the sandbox's endpoint, in that
+agent's own format: ` + strings.Join(agentNames, ", ") + `. The file's content goes to standard
+output, where it belongs and how the token reaches it to standard error. With
+--write it is merged into the agent's project-level file in the current directory
+(.mcp.json, .codex/config.toml, .gemini/settings.json, opencode.json,
+.vscode/mcp.json, .cursor/mcp.json), keeping the file's other servers. The token is
+read from $MCP_GATEWAY_TOKEN (--token-env) when the agent starts (VS Code asks for
+it once); the host keeps only its hash, so it is the one sandbox create printed.
+With --inline-token the token, read from standard input, is written in the file
+instead, and the file is made 0600.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&agent, "agent", "", "the `agent`: "+strings.Join(agentNames, ", "))
+			fs.BoolVar(&write, "write", false, "write it into the agent's project-level file in the current directory")
+			fs.StringVar(&name, "name", "mcp-gateway", "the server's `name` in the agent's configuration")
+			fs.StringVar(&tokenEnv, "token-env", defaultAgentTokenEnv, "the environment `variable` the agent reads the token from")
+			fs.BoolVar(&inline, "inline-token", false, "write the token (read from standard input) in the file instead of referencing --token-env; the file is made 0600")
+		},
+		run: func(ctx context.Context, c *host.Client, args []string, stdin io.Reader, stdout io.Writer) error {
+			sandbox, err := one(args, "sandbox NAME")
+			if err != nil {
+				return err
+			}
+			if agent == "" {
+				return usagef("--agent is required: one of %s", strings.Join(agentNames, ", "))
+			}
+			if _, err := agentFor(agent, agentEndpoint{TokenEnv: tokenEnv}); err != nil {
+				return err
+			}
+			var list []host.SandboxSummary
+			if err := c.Do(ctx, http.MethodGet, "/v1/sandboxes", nil, &list); err != nil {
+				return err
+			}
+			i := slices.IndexFunc(list, func(s host.SandboxSummary) bool { return s.Name == sandbox })
+			if i < 0 {
+				return fmt.Errorf("no sandbox %q: mcp-gateway sandbox ls lists them, sandbox create makes one", sandbox)
+			}
+			ep := agentEndpoint{Name: name, URL: list[i].URL, TokenEnv: tokenEnv}
+			if inline {
+				if ep.Token, err = readToken(stdin, sandbox); err != nil {
+					return err
+				}
+			}
+			dir, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			hint := fmt.Sprintf("it is the token `mcp-gateway sandbox create %s` printed (the host keeps only its hash)", sandbox)
+			return printAgent(agent, ep, write, dir, hint, stdout, os.Stderr)
+		},
+	}
+}
+
+// readToken reads a sandbox's token for --inline-token: after a prompt on
+// a terminal (without echo), else from standard input.
+func readToken(stdin io.Reader, sandbox string) (string, error) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return readSecret(stdin, os.Stderr, "the token of sandbox "+sandbox)
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, 1<<16))
+	if err != nil {
+		return "", fmt.Errorf("reading the token from standard input: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", usagef("--inline-token reads the token on standard input, and it was empty: printf %%s \"$TOKEN\" | mcp-gateway sandbox connect %s --agent A --inline-token", sandbox)
+	}
+	return token, nil
 }

@@ -51,11 +51,16 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 	g.register(fs)
 	g.registerHTTP(fs)
 	readyFD := fs.Int("ready-fd", -1, "report readiness on this file descriptor (used by the launcher)")
+	listenFD := fs.Int("listen-fd", -1, "serve on the listening socket inherited as this file descriptor instead of binding --host and --port (used by the launcher, which binds first)")
 	fromLauncher := fs.Bool("handoff-stdin", false, "read the config and token from standard input (used by the launcher)")
 	pidFile := fs.String("pid-file", "", "on exit, remove `file` if it holds this process's pid (used by the launcher)")
 	if code, done := parse(fs, args, stdout); done {
 		return code
 	}
+	// From here a SIGINT or SIGTERM stops the start-up, too: nothing is
+	// reported ready, nothing is blamed, and the token file is removed.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	logOut := &syncWriter{w: stderr}
 	logger, err := newServingLogger(logOut, g.logLevel, &g.http, &g.telemetry)
 	if err != nil {
@@ -67,27 +72,40 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		fmt.Fprintf(stderr, "mcp-gateway serve: %v\n", err)
 		return exitUsage
 	}
-	s := &serveStart{logger: logger, notifier: notifier}
+	s := &serveStart{logger: logger, notifier: notifier, stderr: stderr}
 	var specs []mcpconfig.Server
-	code := exitUsage
 	if *fromLauncher {
 		specs, err = s.fromHandoff()
 	} else {
-		specs, code, err = s.fromConfig(&g)
+		specs, err = checkedConfig(&g, logger)
 	}
 	if err != nil {
-		return s.fail(code, err)
+		return s.fail(exitUsage, err)
+	}
+	// Bind first: a port that is taken fails the start before any server
+	// starts or the token file is written.
+	ln, err := listenGateway(&g, *listenFD)
+	if err != nil {
+		return s.fail(exitError, err)
+	}
+	defer ln.Close()
+	if !*fromLauncher {
+		if err := s.writeToken(&g); err != nil {
+			return s.fail(exitError, err)
+		}
 	}
 	os.Unsetenv(tokenEnv)
 	if *pidFile != "" {
 		defer launch.RemovePIDFile(*pidFile, os.Getpid())
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	// From the launcher, any server failing fails the launch (the sandbox
 	// contract); otherwise a failing server is retried in the background.
-	if err := serve(ctx, &g, specs, s.token, *fromLauncher, notifier, logger, logOut); err != nil {
+	err = serve(ctx, &g, specs, ln, s.token, *fromLauncher, notifier, logger, logOut)
+	switch {
+	case errors.Is(err, errInterrupted):
+		return s.interrupted()
+	case err != nil:
 		code := exitError
 		var ce *configError
 		if errors.As(err, &ce) {
@@ -96,6 +114,33 @@ log to standard error, stop everything on SIGTERM or SIGINT.`, stderr)
 		return s.fail(code, err)
 	}
 	return exitOK
+}
+
+// exitInterrupted is the exit code of a start-up stopped by SIGINT or
+// SIGTERM (128 + SIGINT, as shells report a Ctrl-C).
+const exitInterrupted = 130
+
+// errInterrupted is serve's error when a signal stopped it before it was
+// ready.
+var errInterrupted = errors.New("interrupted during start-up")
+
+// listenGateway is the gateway's listener: the socket the launcher bound
+// (listenFD), else --host and --port; a port taken says by whom and
+// suggests --port.
+func listenGateway(g *gatewayFlags, listenFD int) (net.Listener, error) {
+	if listenFD < 0 {
+		return listenTCP(g.host, g.port)
+	}
+	f := os.NewFile(uintptr(listenFD), "listener")
+	if f == nil {
+		return nil, fmt.Errorf("--listen-fd=%d is not an open file descriptor", listenFD)
+	}
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("--listen-fd=%d: %w", listenFD, err)
+	}
+	return ln, nil
 }
 
 // newServingLogger is the log of a command that serves (serve, host),
@@ -117,21 +162,38 @@ func newServingLogger(w io.Writer, level string, hf *httpFlags, tf *telemetryFla
 type serveStart struct {
 	logger       *slog.Logger
 	notifier     *launch.Notifier
+	stderr       io.Writer
 	token        string
 	tokenWritten string // the token file this process wrote, removed if it fails
 }
 
-// fail logs why serve stops, removes the token file it wrote and tells
+// fail says on stderr why serve stops, in plain lines (a reason may span
+// several: a server's stderr), removes the token file it wrote and tells
 // the launcher; it returns code.
 func (s *serveStart) fail(code int, err error) int {
-	s.logger.Error("mcp-gateway failed", "err", err)
-	if s.tokenWritten != "" {
-		removeOwnTokenFile(s.tokenWritten, s.token)
-	}
+	fmt.Fprintf(s.stderr, "mcp-gateway serve: %v\n", err)
+	s.removeToken()
 	if s.notifier != nil {
 		_ = s.notifier.Fail(err)
 	}
 	return code
+}
+
+// interrupted ends a start-up stopped by a signal: no diagnosis (the
+// servers were stopped, not broken), no token file left.
+func (s *serveStart) interrupted() int {
+	s.logger.Info("start-up interrupted by a signal; the servers were stopped")
+	s.removeToken()
+	if s.notifier != nil {
+		_ = s.notifier.Fail(errInterrupted)
+	}
+	return exitInterrupted
+}
+
+func (s *serveStart) removeToken() {
+	if s.tokenWritten != "" {
+		removeOwnTokenFile(s.tokenWritten, s.token)
+	}
 }
 
 // fromHandoff takes the servers and the token from the launcher's handoff.
@@ -147,27 +209,21 @@ func (s *serveStart) fromHandoff() ([]mcpconfig.Server, error) {
 	return h.Servers, nil
 }
 
-// fromConfig reads the servers of --config or --config-file,
-// takes the token from the environment (or makes one, unless
-// --insecure-no-auth) and writes it to --token-file. An error comes with
-// its exit code.
-func (s *serveStart) fromConfig(g *gatewayFlags) ([]mcpconfig.Server, int, error) {
-	specs, err := checkedConfig(g, s.logger)
-	if err != nil {
-		return nil, exitUsage, err
-	}
+// writeToken takes the token from the environment (or makes one, unless
+// --insecure-no-auth) and writes it to --token-file.
+func (s *serveStart) writeToken(g *gatewayFlags) error {
 	s.token = os.Getenv(tokenEnv)
 	if s.token == "" && !g.noAuth {
 		s.token = newToken()
 	}
 	if s.token != "" && g.tokenFile != "" {
 		if err := launch.WriteTokenFile(g.tokenFile, s.token); err != nil {
-			return nil, exitError, fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err)
+			return fmt.Errorf("writing the token file (set --token-file to another path, or to '' to skip it): %w", err)
 		}
 		s.tokenWritten = g.tokenFile
 		s.logger.Info("bearer token written", "file", g.tokenFile)
 	}
-	return specs, 0, nil
+	return nil
 }
 
 // removeOwnTokenFile removes the token file at path if it still holds
@@ -305,8 +361,10 @@ func startServers(ctx context.Context, g *gatewayFlags, router *gateway.Router, 
 	return nil
 }
 
-// serve runs the gateway on HTTP until ctx ends.
-func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token string, fromLauncher bool, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
+// serve runs the gateway on HTTP on ln until ctx ends. If ctx ends
+// before every server has started, it stops them and returns
+// errInterrupted.
+func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, ln net.Listener, token string, fromLauncher bool, notifier *launch.Notifier, logger *slog.Logger, serverLog io.Writer) error {
 	began := time.Now()
 	gw, err := newGateway(g, specs, fromLauncher, logger, serverLog)
 	if err != nil {
@@ -327,11 +385,13 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	if err := installCodeMode(&g.codeMode, router, logger, tel); err != nil {
 		return err
 	}
-	ln, err := listenWhileStarting(ctx, g, router, fromLauncher)
+	err = startServers(ctx, g, router, fromLauncher)
+	if ctx.Err() != nil {
+		return errInterrupted // a server's error is only the signal's doing
+	}
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
 
 	handler := newFrontHandler(g, gw, token, tel, logger)
 	srv, sl := g.http.server(handler, ln, logger)
@@ -351,31 +411,6 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, token
 	handler.Close()
 	gw.Close()
 	return nil
-}
-
-// listenWhileStarting starts the servers of router and listens on the
-// gateway's port on the side: a failure to listen cancels their start.
-func listenWhileStarting(ctx context.Context, g *gatewayFlags, router *gateway.Router, fromLauncher bool) (net.Listener, error) {
-	startCtx, cancelStart := context.WithCancel(ctx)
-	defer cancelStart()
-	listened := make(chan error, 1)
-	var ln net.Listener
-	go func() {
-		var err error
-		if ln, err = net.Listen("tcp", net.JoinHostPort(g.host, fmt.Sprint(g.port))); err != nil {
-			cancelStart()
-		}
-		listened <- err
-	}()
-	startErr := startServers(startCtx, g, router, fromLauncher)
-	if err := <-listened; err != nil {
-		return nil, fmt.Errorf("listening on port %d: %w", g.port, err)
-	}
-	if startErr != nil {
-		ln.Close()
-		return nil, startErr
-	}
-	return ln, nil
 }
 
 // newFrontHandler is the gateway's HTTP front: gw behind token, its health

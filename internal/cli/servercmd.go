@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/host"
+	"github.com/mcp-gateway/mcp-gateway/internal/host/metadata"
 )
 
 // runServer is `mcp-gateway server add|ls|inspect|rm`: the host's registrations.
@@ -25,6 +27,8 @@ type serverAddFlags struct {
 	headers, env           listFlag
 	argList, props, scopes commaListFlag
 	skipAuth               bool
+	authServer             string          // --oauth-authorization-server FILE|URL
+	docker                 metadata.Docker // an OCI package's docker run settings
 }
 
 func (f *serverAddFlags) register(fs *flag.FlagSet) {
@@ -42,13 +46,20 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&req.AllowPrivateAddress, "allow-private-address", false, "let this server's URL (and its --metadata URL) reach private, loopback and link-local addresses without a warning (cloud-metadata addresses stay refused; the daemon's --allow-any-address lifts every check)")
 	fs.BoolVar(&req.PerClient, "per-client", false, "run a local server as a process per client session (its requests to the client then always reach the right one; ${client_dir} names the process's own directory) instead of one per sandbox")
 	fs.BoolVar(&req.Replace, "replace", false, "replace a registration of the same name (its attachments restart)")
-	fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client-secret); default: dynamic registration")
+	fs.StringVar(&req.ClientID, "client-id", "", "a remote OAuth server's pre-registered client `id` (a confidential client's secret goes in mcp:<server>:client_secret, stored before or after this; mcp:<server>:client-secret is read too); default: dynamic registration")
 	fs.StringVar(&req.ClientMetadataURL, "client-metadata-url", "", "an https `url` of a client ID metadata document you publish, used when the authorization server supports them")
-	fs.Var(&f.scopes, "scope", "OAuth `scopes` to ask for when the server names none, comma-separated or repeated")
+	fs.Var(&f.scopes, "scope", "OAuth `scopes` to ask for, in place of those the server names (as sbx does; auth --scope overrides them for one run), comma-separated or repeated")
 	fs.StringVar(&req.OAuthIssuer, "oauth-issuer", "", "pin a remote OAuth server's authorization server to this issuer `url`: an authorization (or a client secret) is never sent to another one its metadata names; default: the issuer of the first grant, kept with the token")
 	fs.StringVar(&req.OAuthTokenEndpoint, "oauth-token-endpoint", "", "pin the authorization server's token endpoint `url` too (needed for a confidential client whose token endpoint is on another origin than its issuer)")
+	fs.StringVar(&f.authServer, "oauth-authorization-server", "", "the authorization server's metadata (RFC 8414), a `file` or an https URL, for a server whose own metadata does not lead to it; it pins the issuer and token endpoint it names")
 	fs.BoolVar(&req.PerSandbox, "per-sandbox", false, "keep a remote OAuth server's tokens per sandbox (each sandbox authorizes it on its own: mcp-gateway auth NAME --sandbox S, or its NAME-authorize tool) instead of one grant shared by its sandboxes")
 	fs.BoolVar(&f.skipAuth, "skip-auth", false, "register a server that wants OAuth without authorizing it now (later: mcp-gateway auth NAME)")
+	// How an OCI package of --metadata runs (docker run's options).
+	fs.StringVar(&f.docker.Network, "docker-network", "", "an OCI package's Docker `network` (docker run --network; default none: no network)")
+	fs.StringVar(&f.docker.Memory, "docker-memory", "", "an OCI package's memory `limit` (docker run --memory; default "+metadata.DefaultDockerMemory+")")
+	fs.StringVar(&f.docker.CPUs, "docker-cpus", "", "an OCI package's `CPUs` (docker run --cpus; default "+metadata.DefaultDockerCPUs+")")
+	fs.IntVar(&f.docker.Pids, "docker-pids", 0, fmt.Sprintf("an OCI package's process `limit` (docker run --pids-limit; default %d)", metadata.DefaultDockerPids))
+	fs.StringVar(&f.docker.Pull, "docker-pull", "", "when docker pulls an OCI package's image: never (the default: it must be on the host), missing or always")
 }
 
 // request is the registration of server NAME, with args: the arguments
@@ -56,10 +67,37 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 func (f *serverAddFlags) request(name string, args []string) host.ServerRequest {
 	req := f.req
 	req.Name = name
+	req.Metadata = callerPath(req.Metadata) // the daemon's directory is not the caller's
 	req.Headers, req.Env, req.Props = f.headers, f.env, f.props
 	req.Args = append(f.argList, args...)
 	req.Scopes = f.scopes
+	if f.docker != (metadata.Docker{}) {
+		d := f.docker
+		req.Docker = &d
+	}
 	return req
+}
+
+// readAuthServer resolves --oauth-authorization-server: a URL the daemon
+// fetches, or a file read here, in the caller's directory.
+func (f *serverAddFlags) readAuthServer(req *host.ServerRequest) error {
+	v := f.authServer
+	switch {
+	case v == "":
+		return nil
+	case strings.HasPrefix(v, "https://") || strings.HasPrefix(v, "http://"):
+		req.OAuthAuthorizationServer = v
+		return nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return usagef("--oauth-authorization-server: %v (give a metadata file or an https URL)", err)
+	}
+	if !json.Valid(b) {
+		return usagef("--oauth-authorization-server: %s is not JSON (an RFC 8414 authorization server metadata document)", v)
+	}
+	req.OAuthAuthorizationServerMetadata = b
+	return nil
 }
 
 func serverAdd() adminCommand {
@@ -70,8 +108,8 @@ func serverAdd() adminCommand {
 		text: `Register a server on the host: a remote one (--url, with --header 'Name: value'
 whose ${name} placeholders name secrets mcp:<server>:<name>), a local command run
 once per sandbox (--command, --args, --dir, --env), or an MCP registry entry,
-server.json or server.yaml whose npm or PyPI package runs through npx or uvx
-(--metadata).
+server.json or server.yaml whose npm, PyPI or OCI package runs through npx,
+uvx or docker run (--metadata; --docker-* set an OCI package's isolation).
 Credential headers and variables must use a placeholder; store the value with
 'mcp-gateway secret set'.`,
 		flags: f.register,
@@ -79,8 +117,12 @@ Credential headers and variables must use a placeholder; store the value with
 			if len(args) == 0 {
 				return usagef("give the server's NAME")
 			}
+			req := f.request(args[0], args[1:])
+			if err := f.readAuthServer(&req); err != nil {
+				return err
+			}
 			var res host.AddResult
-			if err := c.Do(ctx, http.MethodPost, "/v1/servers", f.request(args[0], args[1:]), &res); err != nil {
+			if err := c.Do(ctx, http.MethodPost, "/v1/servers", req, &res); err != nil {
 				return err
 			}
 			if res.OAuth {
@@ -106,7 +148,7 @@ func serverAddedOAuth(ctx context.Context, c *host.Client, res host.AddResult, s
 		fmt.Fprintf(stdout, "authorize it later with: mcp-gateway auth %s\n", res.Server.Name)
 		return nil
 	}
-	return authorize(ctx, c, res.Server.Name, "", stdout)
+	return authorize(ctx, c, res.Server.Name, "", authOptions{}, stdout)
 }
 
 func serverLs() adminCommand {
@@ -135,7 +177,7 @@ func serverInspect() adminCommand {
 
 func serverRm() adminCommand {
 	return adminCommand{
-		name: "rm", synopsis: "rm NAME", text: "Unregister a server, detaching it from every sandbox. Its secrets stay until removed.",
+		name: "rm", synopsis: "rm NAME", text: "Unregister a server, detaching it from every sandbox and removing its OAuth tokens. Its other secrets stay until removed.",
 		run: func(ctx context.Context, c *host.Client, args []string, _ io.Reader, stdout io.Writer) error {
 			name, err := one(args, "server NAME")
 			if err != nil {
@@ -146,6 +188,9 @@ func serverRm() adminCommand {
 				return err
 			}
 			fmt.Fprintf(stdout, "removed mcp server %q\n", name)
+			if len(res.OAuthTokens) > 0 {
+				fmt.Fprintf(stdout, "its OAuth tokens were removed with it (%s)\n", strings.Join(res.OAuthTokens, ", "))
+			}
 			if len(res.DetachedFrom) > 0 {
 				fmt.Fprintf(stdout, "detached from sandboxes: %s\n", strings.Join(res.DetachedFrom, ", "))
 			}

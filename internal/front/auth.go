@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
 
 // authorized reports whether r carries "Authorization: Bearer <token>".
@@ -101,10 +103,35 @@ func MarkAuthenticated(ctx context.Context) {
 // unauthorized answers 401 and closes the connection without reading the
 // request's body: net/http would otherwise read it after the handler
 // returns, for as long as a peer without a token cares to take sending it.
-func unauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-gateway"`)
-	refuseAndClose(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token>")
+//
+// A request without a bearer token gets the contract's bare challenge. One
+// that presented a token the gateway does not accept gets RFC 6750's
+// error="invalid_token" and a JSON-RPC error saying so: with the bare
+// challenge, clients take a wrong token for "this server wants OAuth" and
+// start an authorization flow the gateway has no part in.
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	if _, presented := bearer(r); !presented {
+		w.Header().Set("WWW-Authenticate", challenge)
+		refuseAndClose(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token>")
+		return
+	}
+	w.Header().Set("WWW-Authenticate", invalidTokenChallenge)
+	closeUnread(w)
+	writeRPCError(w, http.StatusUnauthorized, nil, wire.Errorf(wire.CodeInvalidRequest, "%s", invalidTokenMessage))
 }
+
+// challenge is the sandbox contract's WWW-Authenticate value for a request
+// without a bearer token (exact).
+const challenge = `Bearer realm="mcp-gateway"`
+
+// invalidTokenChallenge answers a bearer token that is not this gateway's.
+const invalidTokenChallenge = challenge + `, error="invalid_token", error_description="the bearer token is not valid for this gateway"`
+
+// invalidTokenMessage is the JSON-RPC error message beside invalidTokenChallenge.
+const invalidTokenMessage = "Unauthorized: the bearer token is not valid for this gateway " +
+	"(this gateway does not use OAuth): send the token it was started with, " +
+	"the one in its token file (/etc/mcp-gateway/.token in a sandbox), " +
+	"or on a host the sandbox's token that `mcp-gateway sandbox connect NAME` prints"
 
 // refuseAndClose answers an unauthenticated request with status and msg,
 // and closes its connection without reading its body (closeUnread).

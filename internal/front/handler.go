@@ -39,6 +39,10 @@ const DefaultSlowClientTimeout = 10 * time.Second
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 8 << 20
 
+// DefaultStreamKeepalive is Handler.StreamKeepalive's default: under the
+// 60 s read timeout of nginx's and most proxies' defaults.
+const DefaultStreamKeepalive = 25 * time.Second
+
 // DefaultBodyReadTimeout is Handler.BodyReadTimeout's default.
 const DefaultBodyReadTimeout = 10 * time.Second
 
@@ -71,6 +75,13 @@ type Handler struct {
 	// (its queue full, or a write making no progress) before the gateway
 	// closes that stream, logging which; 0 means DefaultSlowClientTimeout.
 	SlowClientTimeout time.Duration
+	// StreamKeepalive is how long an SSE stream (a GET stream, a
+	// subscriptions/listen stream, a call's response stream) may go without
+	// a write before it gets a comment line, which clients skip: a proxy in
+	// front of the gateway with a read timeout (nginx's is 60 s by default)
+	// would otherwise close an idle stream, and its client would miss what
+	// comes next. 0 means DefaultStreamKeepalive; negative, never.
+	StreamKeepalive time.Duration
 	// SessionIdleTimeout ends a session (and every upstream session it
 	// holds) after this long without a request; 0 means never. A request
 	// in progress, an open GET stream included, keeps its session alive.
@@ -135,6 +146,16 @@ type Handler struct {
 
 func (h *Handler) init() {
 	h.initOnce.Do(func() { h.stop = make(chan struct{}) })
+}
+
+func (h *Handler) streamKeepalive() time.Duration {
+	switch {
+	case h.StreamKeepalive > 0:
+		return h.StreamKeepalive
+	case h.StreamKeepalive < 0:
+		return 0
+	}
+	return DefaultStreamKeepalive
 }
 
 func (h *Handler) slowClientTimeout() time.Duration {
@@ -220,7 +241,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.gateway(r) == nil {
-		unauthorized(w)
+		unauthorized(w, r)
 		return
 	}
 	h.Metrics.ServeHTTP(w, r)
@@ -248,7 +269,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	gw := h.gateway(r)
 	if gw == nil {
-		unauthorized(w)
+		unauthorized(w, r)
 		return
 	}
 	switch r.Method {

@@ -122,15 +122,15 @@ func (h *Handler) validateStateless(r *http.Request, gw *gateway.Gateway, m *wir
 		return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s'", headerName, name, bodyName)
 	}
 	if m.Method == "tools/call" {
-		return h.validateParamHeaders(r, gw, m, bodyName)
+		return h.validateParamHeaders(r, gw, m)
 	}
 	return nil
 }
 
 // validateParamHeaders checks the Mcp-Param-* headers the tool's schema
 // asks for against its arguments.
-func (h *Handler) validateParamHeaders(r *http.Request, gw *gateway.Gateway, m *wire.Message, tool string) *wire.Error {
-	params := gw.ParamHeaders(tool)
+func (h *Handler) validateParamHeaders(r *http.Request, gw *gateway.Gateway, m *wire.Message) *wire.Error {
+	params := gw.CallParamHeaders(m.Params) // the tool's, or for an app's call its own server's
 	if len(params) == 0 {
 		return nil
 	}

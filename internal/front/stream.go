@@ -181,9 +181,12 @@ type events struct {
 	session string // the session's id as logged; "": none
 	request string // the request's id, for a POST's stream
 	timeout time.Duration
-	log     *slog.Logger
-	onSlow  func() // called when the connection is given up as too slow
-	tel     *telemetry.Telemetry
+	// keepalive: how long a connection may go without a write before it
+	// gets an SSE comment (see Handler.StreamKeepalive); 0: never.
+	keepalive time.Duration
+	log       *slog.Logger
+	onSlow    func() // called when the connection is given up as too slow
+	tel       *telemetry.Telemetry
 
 	limit int64 // replay bytes the stream may hold (ReplayBytesPerStream); 0: no limit
 	h     *Handler
@@ -215,7 +218,7 @@ type slowClient struct{ reason string }
 func (e *slowClient) Error() string { return e.reason }
 
 func (h *Handler) newEvents(id, session string) *events {
-	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), log: h.logger(), tel: h.Telemetry,
+	e := &events{id: id, session: session, timeout: h.slowClientTimeout(), keepalive: h.streamKeepalive(), log: h.logger(), tel: h.Telemetry,
 		limit: h.ReplayBytesPerStream, h: h}
 	if id != "" {
 		e.buf = append(e.buf, event{seq: 0}) // the priming event
@@ -520,6 +523,24 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 	rc := http.NewResponseController(rw)
 	defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // the connection may carry another request
 	var moreFull time.Time                 // since when more has been seen full after a write
+	// A stream with nothing to say for a while gets a comment, which
+	// clients ignore, so that a proxy's read timeout does not cut it.
+	var keepalive <-chan time.Time
+	if e.keepalive > 0 {
+		t := time.NewTicker(e.keepalive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	wrote := false // since the last tick
+	failed := func(err error) (bool, error) {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			slow := &slowClient{fmt.Sprintf("a write made no progress within %s", e.timeout)}
+			e.giveUp(wr, slow)
+			return false, slow
+		}
+		e.detach(wr) // the client went away
+		return false, nil
+	}
 	for {
 		batch, last, ok := e.pending(wr)
 		if !ok {
@@ -527,14 +548,9 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 		}
 		if len(batch) > 0 {
 			if err := e.write(rw, rc, batch); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					slow := &slowClient{fmt.Sprintf("a write made no progress within %s", e.timeout)}
-					e.giveUp(wr, slow)
-					return false, slow
-				}
-				e.detach(wr) // the client went away
-				return false, nil
+				return failed(err)
 			}
+			wrote = true
 			if !e.wrote(wr, batch[len(batch)-1].seq+1) {
 				return false, wr.reason // resumed elsewhere: that connection writes the rest
 			}
@@ -559,6 +575,13 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 		}
 		select {
 		case <-wr.wake:
+		case <-keepalive:
+			if !wrote {
+				if err := e.writeRaw(rw, rc, keepaliveComment); err != nil {
+					return failed(err)
+				}
+			}
+			wrote = false
 		case <-wr.gone:
 			return false, wr.reason
 		case msg := <-more:
@@ -589,6 +612,10 @@ func (e *events) serve(ctx context.Context, rw http.ResponseWriter, wr *writer, 
 	}
 }
 
+// keepaliveComment is what an idle stream gets every StreamKeepalive: an
+// SSE comment, which clients skip.
+var keepaliveComment = []byte(": keepalive\n\n")
+
 // write writes a batch of events with a deadline: a client that does not
 // take them within the slow client timeout loses its stream.
 func (e *events) write(rw http.ResponseWriter, rc *http.ResponseController, batch []event) error {
@@ -600,6 +627,11 @@ func (e *events) write(rw http.ResponseWriter, rc *http.ResponseController, batc
 	for _, ev := range batch {
 		b = e.appendEvent(b, ev)
 	}
+	return e.writeRaw(rw, rc, b)
+}
+
+// writeRaw writes and flushes b with the slow client deadline.
+func (e *events) writeRaw(rw http.ResponseWriter, rc *http.ResponseController, b []byte) error {
 	_ = rc.SetWriteDeadline(time.Now().Add(e.timeout)) // unsupported: the write is not bounded
 	if _, err := rw.Write(b); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package front
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -528,5 +529,37 @@ func TestResumeBeforeTheContextEnds(t *testing.T) {
 		if want := []string{string(progress(2)), answer}; !complete || strings.Join(data, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("round %d: the resumed connection wrote %q (complete %v), want %q", round, data, complete, want)
 		}
+	}
+}
+
+// An SSE stream with nothing to send gets a comment line every
+// StreamKeepalive, so that a proxy's read timeout does not close it.
+func TestStreamKeepalive(t *testing.T) {
+	h := &Handler{Gateway: newGateway(), StreamKeepalive: 20 * time.Millisecond}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	sid := initSession(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	var got []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the idle stream ended (%v) without a keepalive comment: %q", err, got)
+		}
+		if line == ": keepalive\n" {
+			return
+		}
+		got = append(got, line)
 	}
 }

@@ -83,7 +83,11 @@ func TestUnauthenticatedClosedWithoutBody(t *testing.T) {
 			if !resp.Close { // net/http's reader takes "Connection: close" out of the header into Close
 				t.Errorf("%s without Connection: close", resp.Status)
 			}
-			if tc.status == 401 && resp.Header.Get("WWW-Authenticate") != `Bearer realm="mcp-gateway"` {
+			want := `Bearer realm="mcp-gateway"`
+			if strings.Contains(tc.raw, "Bearer nope") {
+				want = invalidTokenChallenge
+			}
+			if tc.status == 401 && resp.Header.Get("WWW-Authenticate") != want {
 				t.Errorf("401 with WWW-Authenticate %q", resp.Header.Get("WWW-Authenticate"))
 			}
 			if ok, err := closedByServer(br); !ok {

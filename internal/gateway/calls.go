@@ -150,11 +150,20 @@ func (s *Session) untrack(c *call) {
 
 // upstreamOf chooses the upstream of srv a call of this client goes to:
 // for a session-era client of a per-client server, the client's own
-// session of it; else the server's one upstream, whatever the client's era
-// (callAcrossEras bridges the eras).
+// session of it; for a 2026-07-28 client declaring extensions, of a
+// per-client server spoken to in the session era, the session made for its
+// capabilities (extensions.go); else the server's one upstream, whatever
+// the client's era (callAcrossEras bridges the eras).
 func (s *Session) upstreamOf(ctx context.Context, srv *server) (Upstream, error) {
-	if !s.stateless && srv.newPerClient != nil {
+	switch {
+	case srv.newPerClient == nil:
+	case !s.stateless:
 		return s.upstreamFor(ctx, srv)
+	case declaresExtensions(s.capabilities) && !isStateless(srv.up):
+		up, err := s.gw.extensionUpstream(ctx, srv, s.capabilities)
+		if err != nil || up != nil {
+			return up, err
+		}
 	}
 	return srv.up, nil
 }

@@ -29,6 +29,8 @@
 //     the caching hints), for that era's requests only;
 //   - session.go: what a client's session is, and the dispatch of its
 //     requests to the item and server they name;
+//   - apps.go, for a call an MCP App makes (_meta of the gateway's naming
+//     the app): the app's own server and tool (see docs/apps.md);
 //   - guard.go: the Guard (policy, audit) admits or refuses the call;
 //   - input.go: how an admitted call runs, at once or, for a 2026-07-28
 //     client a server may ask for input, in the background (multi round-trip
@@ -46,6 +48,7 @@
 // to a client), logging.go, subscribe.go, perclient.go (a client's own
 // upstream sessions), listen.go (subscriptions/listen), builtin.go (the
 // gateway's own tools), router.go, view.go and naming.go (the merged lists),
+// apps.go (ui:// URIs of MCP Apps, renamed where two servers collide),
 // clients.go (the clients' set and streams), gateway.go (the Gateway).
 //
 // The gateway speaks its own vocabulary: a server is anything with the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -130,8 +131,20 @@ func (g *Gateway) relist(s *server, ks ...*listKind) {
 	go g.relistLoop(s)
 }
 
+// relistAttempts bounds the attempts at one failing re-listing, and
+// relistRetryDelay is the pause before the first retry (doubling after it).
+// A failed attempt keeps its kinds dirty: the change it was for is listed
+// by the next attempt, not lost until the server's next change (a listing
+// that times out on a busy server would otherwise leave every client with
+// the old list, and without list_changed, for as long as the server says
+// nothing more).
+const relistAttempts = 4
+
+var relistRetryDelay = time.Second
+
 // relistLoop re-lists the dirty kinds of a server until none is left.
 func (g *Gateway) relistLoop(s *server) {
+	failures := 0
 	for {
 		bits := s.dirty.Swap(0)
 		if bits == 0 {
@@ -153,11 +166,31 @@ func (g *Gateway) relistLoop(s *server) {
 		g.observeRelist(s, ks)
 		err := g.Router.list(ctx, s, ks...)
 		cancel()
-		if err != nil {
-			g.Router.log.Warn("re-listing failed", "server", s.name, "err", err)
+		if err == nil {
+			failures = 0
+			g.Router.rebuild(ks...)
 			continue
 		}
-		g.Router.rebuild(ks...)
+		failures++
+		if failures >= relistAttempts {
+			g.Router.log.Warn("re-listing failed; the server's lists stay as last listed until it announces another change", "server", s.name, "attempts", failures, "err", err)
+			failures = 0
+			continue
+		}
+		g.Router.log.Debug("re-listing failed; trying again", "server", s.name, "attempt", failures, "err", err)
+		s.dirty.Or(bits) // still to be listed
+		t := time.NewTimer(relistRetryDelay << (failures - 1))
+		select {
+		case <-t.C:
+		case <-s.gone:
+			t.Stop()
+			s.relisting.Store(false)
+			return
+		case <-g.Router.closed:
+			t.Stop()
+			s.relisting.Store(false)
+			return
+		}
 	}
 }
 

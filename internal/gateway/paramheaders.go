@@ -23,6 +23,11 @@ func (g *Gateway) ParamHeaders(tool string) []ParamHeader {
 	if it == nil {
 		return nil
 	}
+	return it.paramHeaders()
+}
+
+// paramHeaders returns the argument headers of a tool's inputSchema.
+func (it *item) paramHeaders() []ParamHeader {
 	it.params.once.Do(func() {
 		var def struct {
 			InputSchema json.RawMessage `json:"inputSchema"`

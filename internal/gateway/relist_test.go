@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ type listFake struct {
 	prompts    []string
 	holdTools  chan struct{} // non-nil: tools/list waits for it to close
 	toolsEnter chan struct{} // told when a held tools/list begins
+	failTools  int           // how many tools/list to fail next
 }
 
 func (f *listFake) InitializeResult() json.RawMessage {
@@ -31,7 +33,14 @@ func (f *listFake) Call(ctx context.Context, method string, params json.RawMessa
 	f.mu.Lock()
 	hold, enter := f.holdTools, f.toolsEnter
 	tools, prompts := slices.Clone(f.toolNames), slices.Clone(f.prompts)
+	fail := method == "tools/list" && f.failTools > 0
+	if fail {
+		f.failTools--
+	}
 	f.mu.Unlock()
+	if fail {
+		return nil, errors.New(`mcp server "a": tools/list: the server took too long`)
+	}
 	switch method {
 	case "tools/list":
 		if hold != nil {
@@ -109,5 +118,39 @@ func TestListChangeDuringRelistIsNotLost(t *testing.T) {
 	}
 	if got := viewNames(r, kindPrompts); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Errorf("prompts %v, want [p1 p2]", got)
+	}
+}
+
+// TestRelistFailureIsRetried: a re-listing that fails (the server timed
+// out) is tried again, so the change it was for reaches the clients, with
+// list_changed, without waiting for the server's next announcement.
+func TestRelistFailureIsRetried(t *testing.T) {
+	defer func(d time.Duration) { relistRetryDelay = d }(relistRetryDelay)
+	relistRetryDelay = time.Millisecond
+	f := &listFake{fakeUpstream: fakeUpstream{name: "a"}, toolNames: []string{"t1"}, prompts: []string{"p1"}}
+	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
+	r.Add(f)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, g)
+	f.mu.Lock()
+	f.toolNames, f.failTools = []string{"t1", "t2"}, 2
+	f.mu.Unlock()
+	hooksOf(g, "a").OnNotification("notifications/tools/list_changed", nil)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case msg := <-s.Outbox():
+			if strings.Contains(string(msg), "notifications/tools/list_changed") {
+				if got := viewNames(r, kindTools); !slices.Equal(got, []string{"t1", "t2"}) {
+					t.Fatalf("list_changed with tools %v, want [t1 t2]", got)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no tools/list_changed after two failed re-listings: tools %v", viewNames(r, kindTools))
+		}
 	}
 }

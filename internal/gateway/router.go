@@ -85,6 +85,7 @@ type Router struct {
 	// sorted-order rule only, so a listing during start claims nothing.
 	claiming     atomic.Bool
 	slowestStart time.Duration
+	apps         atomic.Pointer[appURIs] // who owns each ui:// URI (apps.go); set by rebuild
 
 	closed   chan struct{} // closed by Close: background retries stop
 	closeMu  sync.Once
@@ -118,6 +119,9 @@ type server struct {
 	// A remote server gets an upstream session per session-era client,
 	// offered exactly that client's capabilities (see AddPerClient).
 	newPerClient func(capabilities json.RawMessage, hooks Hooks) Upstream
+	// extSessions: its sessions for 2026-07-28 clients' declared
+	// extensions (extensions.go).
+	extSessions extensionSessions
 
 	callTimeout time.Duration // this server's own; 0: RouterOptions.CallTimeout
 }
@@ -234,12 +238,17 @@ func (r *Router) Remove(name string) error {
 	return errors.Join(errs...)
 }
 
-// close closes a server's upstream.
+// close closes a server's upstream, and its sessions for 2026-07-28
+// clients' extensions.
 func (s *server) close() []error {
-	if err := s.up.Close(); err != nil {
-		return []error{fmt.Errorf("mcp server %q: %w", s.name, err)}
+	var errs []error
+	for _, err := range s.extSessions.close() {
+		errs = append(errs, fmt.Errorf("mcp server %q (a session for a client's extensions): %w", s.name, err))
 	}
-	return nil
+	if err := s.up.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("mcp server %q: %w", s.name, err))
+	}
+	return errs
 }
 
 // AddShared registers an upstream like Add, as the one upstream of its
@@ -327,11 +336,15 @@ func (r *Router) Start(ctx context.Context) error {
 // StartAll starts every server like Start, but a server that fails does not
 // stop the others: it is retried in the background with exponential backoff
 // and jitter until it comes up (its tools then appear, with list_changed) or
-// the router is closed.
+// the router is closed. If ctx is cancelled (the gateway stops before it
+// is ready), the servers that did not start are neither blamed nor retried.
 func (r *Router) StartAll(ctx context.Context) {
 	failed := r.startAll(ctx)
 	r.claiming.Store(true)
 	r.rebuild(kinds...)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return // the start was called off (the gateway stops): no server is to blame
+	}
 	for name, err := range failed {
 		r.log.Warn("mcp server failed to start; retrying in the background", "server", name, "err", err)
 		r.retry(r.server(name))
@@ -581,6 +594,11 @@ func hasCapability(initResult json.RawMessage, name string) bool {
 func (r *Router) rebuild(ks ...*listKind) {
 	r.rebuildMu.Lock()
 	var changed []*listKind
+	// A ui:// URI renamed or no longer renamed changes the tools naming it.
+	apps, appsChanged := r.refreshApps()
+	if appsChanged {
+		ks = appendMissing(ks, kindTools, kindResources)
+	}
 	for _, k := range ks {
 		servers := r.all()
 		lists := make([]serverItems, len(servers))
@@ -588,12 +606,16 @@ func (r *Router) rebuild(ks ...*listKind) {
 			s.mu.Lock()
 			lists[i] = serverItems{server: s, items: s.items[k.index]}
 			s.mu.Unlock()
+			lists[i].items = apps.rewriteItems(k, s, lists[i].items)
 		}
 		var claims nameClaims
 		if r.claiming.Load() {
 			claims = r.claims[k.index]
 		}
 		v := buildView(lists, k, r.opts, claims)
+		if k == kindResources {
+			apps.restoreOriginals(v)
+		}
 		for _, w := range v.warnings {
 			r.log.Warn(w)
 		}

@@ -193,16 +193,14 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		}
 		return Reply{Result: res}
 	case "tools/call":
-		return s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s")
+		if isAppCall(m.Params) { // apps.go: an app's calls go to its own server
+			return s.appCall(ctx, m, stream)
+		}
+		return r.appResult(m.Params, s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s"))
 	case "prompts/get":
 		return s.callNamed(ctx, m, stream, kindPrompts, "Unknown prompt: %s")
 	case "resources/read":
-		uri, _ := wire.GetString(m.Params, "uri")
-		srv := r.resourceServer(uri)
-		if srv == nil {
-			return errorReply(s.resourceNotFound(uri))
-		}
-		return s.guarded(ctx, m, stream, r.resourceItem(srv, uri), route{srv: srv, params: m.Params})
+		return s.readResource(ctx, m, stream) // apps.go: renamed ui:// URIs
 	case "resources/subscribe":
 		return s.gw.subscribe(ctx, s, m.Params, m, stream)
 	case "resources/unsubscribe":

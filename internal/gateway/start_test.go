@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -119,5 +121,34 @@ func TestSharedServerServesBothEras(t *testing.T) {
 	}
 	if got := up.requests(); len(got) != 3 || !strings.HasPrefix(got[2], `tools/call {"name":"added"`) {
 		t.Errorf("the upstream got %q, want the added tool's call last", got)
+	}
+}
+
+// blockedStart starts only when its context ends, failing with its error,
+// as a server that has not answered initialize yet does.
+type blockedStart struct {
+	fakeUpstream
+	started chan struct{}
+}
+
+func (b *blockedStart) Start(ctx context.Context) error {
+	close(b.started)
+	<-ctx.Done()
+	return fmt.Errorf(`mcp server "slow" did not answer initialize: %w`, ctx.Err())
+}
+
+// TestStartAllCalledOffBlamesNoServer: a start cancelled (Ctrl-C before
+// the gateway is ready) logs no warning about the servers it interrupted.
+func TestStartAllCalledOffBlamesNoServer(t *testing.T) {
+	var logs strings.Builder
+	r := NewRouter(RouterOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
+	slow := &blockedStart{fakeUpstream: fakeUpstream{name: "slow"}, started: make(chan struct{})}
+	r.Add(slow)
+	t.Cleanup(func() { _ = r.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-slow.started; cancel() }()
+	r.StartAll(ctx)
+	if strings.Contains(logs.String(), "failed to start") {
+		t.Errorf("a cancelled start blamed its server:\n%s", logs.String())
 	}
 }

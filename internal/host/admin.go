@@ -41,6 +41,9 @@ type ServerRequest struct {
 	Props   []string `json:"properties,omitempty"` // environment variables a sandbox may set (mcp-config-set)
 
 	Metadata string `json:"metadata,omitempty"` // a registry entry's, server.json's or server.yaml's URL (or file)
+	// Docker sets how an OCI package of Metadata runs (docker run's
+	// network, limits and pull policy); nil is the defaults.
+	Docker *metadata.Docker `json:"docker,omitempty"`
 
 	// PerClient runs a local server as a process per client session
 	// instead of one per sandbox.
@@ -56,9 +59,10 @@ type ServerRequest struct {
 
 	// OAuth client identity of a remote server that wants OAuth: a
 	// pre-registered client id (its secret, for a confidential client, in
-	// mcp:<server>:client-secret), or a client ID metadata document URL;
-	// neither means dynamic registration. Scopes are asked for when the
-	// server names none.
+	// mcp:<server>:client_secret, or the older mcp:<server>:client-secret),
+	// or a client ID metadata document URL; neither means dynamic
+	// registration. Scopes are asked for in place of those the server
+	// names (sbx's order: the person's first).
 	ClientID          string   `json:"clientId,omitempty"`
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	Scopes            []string `json:"scopes,omitempty"`
@@ -68,6 +72,13 @@ type ServerRequest struct {
 	// with it.
 	OAuthIssuer        string `json:"oauthIssuer,omitempty"`
 	OAuthTokenEndpoint string `json:"oauthTokenEndpoint,omitempty"`
+	// OAuthAuthorizationServer is the URL of the authorization server's
+	// metadata (RFC 8414), OAuthAuthorizationServerMetadata the document
+	// itself (read from a file by the command line): for a server whose
+	// metadata does not lead to its authorization server. It pins the
+	// issuer and the token endpoint it names.
+	OAuthAuthorizationServer         string          `json:"oauthAuthorizationServer,omitempty"`
+	OAuthAuthorizationServerMetadata json.RawMessage `json:"oauthAuthorizationServerMetadata,omitempty"`
 	// PerSandbox keeps the OAuth grant per sandbox instead of per server.
 	PerSandbox bool `json:"perSandbox,omitempty"`
 }
@@ -87,6 +98,9 @@ type AddResult struct {
 func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, error) {
 	srv, warnings, err := h.buildServer(ctx, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.authServerMetadata(ctx, srv, &req); err != nil {
 		return nil, err
 	}
 	for _, p := range [][2]string{{"--oauth-issuer", req.OAuthIssuer}, {"--oauth-token-endpoint", req.OAuthTokenEndpoint}} {
@@ -135,6 +149,7 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 		h.mu.Unlock()
 		return nil, err
 	}
+	warnings = append(warnings, h.bindPending(srv)...)
 	if old != nil {
 		for _, sb := range h.attachedTo(srv.Name) {
 			if err := h.restartInstance(ctx, sb, srv.Name); err != nil {
@@ -159,6 +174,56 @@ func (h *Host) AddServer(ctx context.Context, req ServerRequest) (*AddResult, er
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return &AddResult{Server: h.state.Servers[srv.Name], Warnings: warnings, OAuth: needsAuth}, nil
+}
+
+// authServerMetadata takes the authorization server's metadata given with
+// --oauth-authorization-server (a document, or its URL, fetched through the
+// server's address checks), keeps it with the registration and pins the
+// issuer and token endpoint it names.
+func (h *Host) authServerMetadata(ctx context.Context, srv *registry.Server, req *ServerRequest) error {
+	doc := req.OAuthAuthorizationServerMetadata
+	if req.OAuthAuthorizationServer == "" && len(doc) == 0 {
+		return nil
+	}
+	if srv.URL == "" {
+		return fmt.Errorf("mcp server %q: --oauth-authorization-server is for a remote server that wants OAuth (--url)", srv.Name)
+	}
+	if len(doc) == 0 {
+		u := req.OAuthAuthorizationServer
+		if err := mcpconfig.CheckOAuthURL(u); err != nil {
+			return fmt.Errorf("mcp server %q: --oauth-authorization-server %v", srv.Name, err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return fmt.Errorf("mcp server %q: --oauth-authorization-server %q: %v", srv.Name, u, err)
+		}
+		hreq.Header.Set("Accept", "application/json")
+		resp, err := h.oauthClient(srv).Do(hreq)
+		if err != nil {
+			return fmt.Errorf("mcp server %q: fetching --oauth-authorization-server %s: %v", srv.Name, u, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("mcp server %q: fetching --oauth-authorization-server %s: HTTP %s", srv.Name, u, resp.Status)
+		}
+		if doc, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
+			return fmt.Errorf("mcp server %q: fetching --oauth-authorization-server %s: %v", srv.Name, u, err)
+		}
+	}
+	meta, err := oauth.ParseAuthServerMetadata(srv.Name, doc)
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct{ flag, pinned, named string }{{"--oauth-issuer", req.OAuthIssuer, meta.Issuer}, {"--oauth-token-endpoint", req.OAuthTokenEndpoint, meta.TokenEndpoint}} {
+		if p.pinned != "" && p.pinned != p.named {
+			return fmt.Errorf("mcp server %q: %s %s is not the %s the --oauth-authorization-server metadata names; give one of them", srv.Name, p.flag, p.pinned, p.named)
+		}
+	}
+	req.OAuthIssuer, req.OAuthTokenEndpoint = meta.Issuer, meta.TokenEndpoint
+	srv.OAuthAuthorizationServer, _ = json.Marshal(meta)
+	return nil
 }
 
 // buildServer turns a request into a registration, or says what is wrong.
@@ -188,6 +253,9 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if req.PerClient {
 		srv.Share = mcpconfig.SharePerClient
 	}
+	if req.Docker != nil && req.Metadata == "" {
+		return nil, nil, fmt.Errorf("mcp server %q: the --docker-* flags set how an OCI package of --metadata runs; with --command docker, give docker's options in --args", req.Name)
+	}
 	var warnings []string
 	switch {
 	case req.URL != "":
@@ -199,10 +267,14 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 			return nil, nil, err
 		}
 	case req.Metadata != "":
-		if err := h.fromMetadata(ctx, srv, req); err != nil {
+		spec, err := h.fromMetadata(ctx, srv, req)
+		if err != nil {
 			return nil, nil, err
 		}
 		if err := local(srv, req); err != nil {
+			return nil, nil, err
+		}
+		if err := dockerCommand(srv, spec, req); err != nil {
 			return nil, nil, err
 		}
 	default:
@@ -305,17 +377,20 @@ func local(srv *registry.Server, req ServerRequest) error {
 }
 
 // fromMetadata reads a registry entry or server.json into a local registration.
-func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) error {
+func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req ServerRequest) (*metadata.Spec, error) {
 	data, err := h.readMetadata(ctx, srv, req.Metadata)
 	if err != nil {
-		return fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
+		return nil, fmt.Errorf("mcp server %q: reading %s: %w", srv.Name, req.Metadata, err)
 	}
 	spec, err := metadata.Parse(data)
 	if err != nil {
-		return fmt.Errorf("mcp server %q: %s: %w", srv.Name, req.Metadata, err)
+		return nil, fmt.Errorf("mcp server %q: %s: %w", srv.Name, req.Metadata, err)
 	}
 	if req.Command != "" {
-		return fmt.Errorf("mcp server %q: --metadata gives the command; leave out --command", srv.Name)
+		return nil, fmt.Errorf("mcp server %q: --metadata gives the command; leave out --command", srv.Name)
+	}
+	if req.Docker != nil && spec.OCI == nil {
+		return nil, fmt.Errorf("mcp server %q: the --docker-* flags are for an OCI package, and %s runs %s", srv.Name, req.Metadata, spec.Package)
 	}
 	srv.Metadata, srv.Package = req.Metadata, spec.Package
 	srv.Command, srv.Args = spec.Command, append(slices.Clone(spec.Args), req.Args...)
@@ -331,6 +406,35 @@ func (h *Host) fromMetadata(ctx context.Context, srv *registry.Server, req Serve
 	for _, p := range spec.Config {
 		srv.Config = append(srv.Config, registry.Property{Name: p.Name, Description: p.Description, Env: p.Env, Default: p.Default, Required: p.Required})
 	}
+	return spec, nil
+}
+
+// dockerCommand sets the docker run arguments of an OCI package, once its
+// environment (the entry's and --env, --property) is known: each variable
+// reaches the container by name (`-e NAME`), so the values, secrets among
+// them, stay in docker's environment and off its command line. --args
+// follow the entry's package arguments, after the image.
+func dockerCommand(srv *registry.Server, spec *metadata.Spec, req ServerRequest) error {
+	if spec.OCI == nil {
+		return nil
+	}
+	var env []string
+	for k := range srv.Env {
+		env = append(env, k)
+	}
+	for _, p := range srv.Config {
+		env = append(env, p.Env)
+	}
+	slices.Sort(env)
+	var d metadata.Docker
+	if req.Docker != nil {
+		d = *req.Docker
+	}
+	args, err := d.Args(spec.OCI, slices.Compact(env))
+	if err != nil {
+		return fmt.Errorf("mcp server %q: %s: %w", srv.Name, spec.Package, err)
+	}
+	srv.Args = append(args, req.Args...)
 	return nil
 }
 
@@ -473,13 +577,38 @@ func (h *Host) InspectServer(name string) (*ServerInfo, error) {
 		}
 		info.Secrets = append(info.Secrets, st)
 	}
+	if st, ok := h.clientSecretStatus(srv); ok {
+		info.Secrets = append(info.Secrets, st)
+	}
 	return info, nil
+}
+
+// clientSecretStatus is the state of a pre-registered OAuth client's
+// secret (either name), for a server registered with --client-id.
+func (h *Host) clientSecretStatus(srv *registry.Server) (SecretStatus, bool) {
+	if srv.OAuth == nil || srv.OAuth.ClientID == "" {
+		return SecretStatus{}, false
+	}
+	for _, key := range []string{ClientSecretKey, LegacyClientSecretKey} {
+		name := secretName(srv.Name, key)
+		_, err := h.secrets.Get(name, srv.Binding())
+		switch {
+		case err == nil:
+			return SecretStatus{Name: name, Status: "set (the OAuth client's secret)"}, true
+		case errors.Is(err, secrets.ErrBindingChanged):
+			return SecretStatus{Name: name, Status: "set for another endpoint (not sent: set it again)"}, true
+		}
+	}
+	return SecretStatus{Name: secretName(srv.Name, ClientSecretKey), Status: "not set (a public client: no secret is sent)"}, true
 }
 
 // RemoveResult answers `server rm`.
 type RemoveResult struct {
 	DetachedFrom []string `json:"detachedFrom,omitempty"`
 	Secrets      []string `json:"secrets,omitempty"` // left in the store
+	// OAuthTokens are the grants removed with it: server, or
+	// server@sandbox (oauth.GrantKey).
+	OAuthTokens []string `json:"oauthTokens,omitempty"`
 }
 
 // RemoveServer unregisters a server, detaching it from every sandbox. Its
@@ -491,7 +620,12 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 	if srv == nil {
 		return nil, h.unknownServer(name)
 	}
-	res := &RemoveResult{Secrets: h.secrets.ForServer(name)}
+	res := &RemoveResult{}
+	for _, n := range h.secrets.ForServer(name) {
+		if _, key, _ := secrets.ParseName(n); key != oauth.SecretKey && !strings.HasPrefix(key, oauth.SecretKey+".") {
+			res.Secrets = append(res.Secrets, n)
+		}
+	}
 	attached := h.attachedTo(name)
 	delete(h.state.Servers, name)
 	for _, sb := range attached {
@@ -502,6 +636,19 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 	}
 	if err := h.save(); err != nil {
 		return nil, err
+	}
+	// Its OAuth tokens go with it, as with sbx: the shared grant and each
+	// sandbox's own.
+	for _, e := range h.secrets.List() {
+		if e.Server != name || (e.Key != oauth.SecretKey && !strings.HasPrefix(e.Key, oauth.SecretKey+".")) {
+			continue
+		}
+		sandbox := strings.TrimPrefix(strings.TrimPrefix(e.Key, oauth.SecretKey), ".")
+		if err := h.grantStore(sandbox).Remove(name); err != nil {
+			h.log.Warn(fmt.Sprintf("mcp server %q: its OAuth token could not be removed with it", name), "sandbox", sandbox, "err", err)
+			continue
+		}
+		res.OAuthTokens = append(res.OAuthTokens, oauth.GrantKey(name, sandbox))
 	}
 	for _, sb := range attached {
 		if sb.clearUnattached(name) {
@@ -524,8 +671,30 @@ func (h *Host) RemoveServer(name string) (*RemoveResult, error) {
 	return res, nil
 }
 
-// SetSecret stores a secret of a registered server, bound to its current
-// endpoint; the server's instances that use it restart with it.
+// unregisteredBinding binds a secret stored before its server is
+// registered, until `server add` binds it to the server's endpoint
+// (bindPending).
+const unregisteredBinding = "mcp-gateway:not-registered-yet"
+
+// bindPending binds the secrets of a server stored before it was
+// registered to its endpoint. Called with h.mu held.
+func (h *Host) bindPending(srv *registry.Server) []string {
+	var warnings []string
+	for _, name := range h.secrets.ForServer(srv.Name) {
+		v, err := h.secrets.Get(name, unregisteredBinding)
+		if err != nil {
+			continue // bound already
+		}
+		if err := h.secrets.Set(name, srv.Binding(), v); err != nil {
+			warnings = append(warnings, fmt.Sprintf("secret %s, stored before the server was registered, could not be bound to it: %v; set it again with `mcp-gateway secret set %s`", name, err, name))
+		}
+	}
+	return warnings
+}
+
+// SetSecret stores a secret of a server, bound to its current endpoint
+// (a server not registered yet: to the one it is registered with); the
+// server's instances that use it restart with it.
 func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, error) {
 	server, key, err := secrets.ParseName(name)
 	if err != nil {
@@ -537,6 +706,16 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	srv := h.state.Servers[server]
+	if srv == nil && isClientSecretKey(key) {
+		// sbx's order: a confidential client's secret first, then
+		// `server add --client-id`, which binds it to the endpoint it
+		// registers. (Other secrets of an unknown server are refused: a
+		// typo in the name would otherwise go unnoticed.)
+		if err := h.secrets.Set(name, unregisteredBinding, value); err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("mcp server %q is not registered yet: %s is kept, and bound to the server's endpoint when `mcp-gateway server add %s --client-id ID` registers it", server, name, server)}, nil
+	}
 	if srv == nil {
 		return nil, fmt.Errorf("secret %s: %w", name, h.unknownServer(server))
 	}
@@ -546,6 +725,13 @@ func (h *Host) SetSecret(ctx context.Context, name, value string) ([]string, err
 	var warnings []string
 	if len(srv.Tools) == 0 {
 		h.probe(server) // it may be listable now
+	}
+	if isClientSecretKey(key) && srv.OAuth != nil {
+		if srv.OAuth.ClientID == "" {
+			warnings = append(warnings, fmt.Sprintf("mcp server %q registers its OAuth client dynamically (no --client-id), so a client secret is not used; "+
+				"register it again with `mcp-gateway server add %s --client-id ID --replace ...`", server, server))
+		}
+		return warnings, nil // used by the next authorization (mcp-gateway auth)
 	}
 	if !slices.Contains(placeholders(srv), key) {
 		warnings = append(warnings, fmt.Sprintf("mcp server %q names no ${%s} in its headers, env or args, so this secret is not used", server, key))
@@ -656,6 +842,9 @@ type SandboxSummary struct {
 	Servers []string                        `json:"servers,omitempty"`
 	Status  map[string]gateway.ServerStatus `json:"status,omitempty"`
 	Created time.Time                       `json:"created"`
+	// URL is the endpoint its clients reach (sandbox connect prints
+	// agents' configurations for it).
+	URL string `json:"url,omitempty"`
 }
 
 // Sandboxes lists the sandboxes, sorted by name.
@@ -669,7 +858,7 @@ func (h *Host) Sandboxes() []SandboxSummary {
 		for server, why := range sb.unattachedNow() {
 			status[server] = gateway.ServerStatus{State: "failed", LastError: why}
 		}
-		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created})
+		out = append(out, SandboxSummary{Name: name, Mode: rec.Mode, Servers: rec.Servers, Status: status, Created: rec.Created, URL: h.opts.URL})
 	}
 	return out
 }

@@ -177,7 +177,8 @@ func (h *Host) ControlHandler() http.Handler {
 	})
 	mux.HandleFunc("POST /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) {
-			u, err := h.AuthStart(r.Context(), r.PathValue("name"), r.URL.Query().Get("sandbox"))
+			q := r.URL.Query()
+			u, err := h.AuthStartWith(r.Context(), r.PathValue("name"), q.Get("sandbox"), AuthOptions{Scopes: q["scope"], NoScope: q.Get("no_scope") == "1"})
 			return map[string]string{"url": u}, err
 		})
 	})
@@ -185,7 +186,12 @@ func (h *Host) ControlHandler() http.Handler {
 		answer(w, func() (any, error) { return h.AuthWait(r.Context(), r.PathValue("name"), r.URL.Query().Get("sandbox")) })
 	})
 	mux.HandleFunc("GET /v1/auth", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, func() (any, error) { return h.AuthStatus() })
+		answer(w, func() (any, error) {
+			if name := r.URL.Query().Get("server"); name != "" {
+				return h.AuthStatusOf(r.Context(), name)
+			}
+			return h.AuthStatus()
+		})
 	})
 	mux.HandleFunc("DELETE /v1/auth/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, func() (any, error) {

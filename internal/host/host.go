@@ -476,6 +476,11 @@ func (h *Host) secretLookup(srv *registry.Server) func(string) (string, bool) {
 	binding := srv.Binding()
 	return func(key string) (string, bool) {
 		v, err := h.secrets.Get(secretName(srv.Name, key), binding)
+		if err != nil && isClientSecretKey(key) {
+			// A confidential client's secret under either of its names.
+			other := map[string]string{ClientSecretKey: LegacyClientSecretKey, LegacyClientSecretKey: ClientSecretKey}[key]
+			v, err = h.secrets.Get(secretName(srv.Name, other), binding)
+		}
 		return v, err == nil
 	}
 }

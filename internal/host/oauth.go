@@ -31,8 +31,25 @@ import (
 // on its own and uses its own tokens only.
 
 // ClientSecretKey is the secret of a pre-registered confidential client:
-// mcp:<server>:client-secret.
-const ClientSecretKey = "client-secret"
+// mcp:<server>:client_secret, sbx's name. LegacyClientSecretKey, the name
+// earlier versions used, is read too.
+const (
+	ClientSecretKey       = "client_secret"
+	LegacyClientSecretKey = "client-secret"
+)
+
+// isClientSecretKey reports whether key names a confidential client's secret.
+func isClientSecretKey(key string) bool {
+	return key == ClientSecretKey || key == LegacyClientSecretKey
+}
+
+// AuthOptions are the person's choices for one authorization (`auth
+// --scope`, `auth --no-scope`): Scopes, when set, are asked for alone, in
+// place of the registration's; NoScope asks for none.
+type AuthOptions struct {
+	Scopes  []string
+	NoScope bool
+}
 
 // authFlowTimeout bounds how long an authorization waits for the person.
 const authFlowTimeout = 10 * time.Minute
@@ -135,11 +152,21 @@ func (h *Host) detectOAuth(ctx context.Context, srv *registry.Server, req Server
 // replaced. sandbox names the sandbox whose own grant to authorize, for a
 // server registered --per-sandbox (and must be "" for another).
 func (h *Host) AuthStart(ctx context.Context, name, sandbox string) (string, error) {
-	return h.authStart(ctx, name, sandbox, true)
+	return h.AuthStartWith(ctx, name, sandbox, AuthOptions{})
+}
+
+// AuthStartWith is AuthStart with the person's scopes for this
+// authorization.
+func (h *Host) AuthStartWith(ctx context.Context, name, sandbox string, opt AuthOptions) (string, error) {
+	if opt.NoScope && len(opt.Scopes) > 0 {
+		return "", fmt.Errorf("mcp server %q: give --scope or --no-scope, not both", name)
+	}
+	u, _, err := h.authBegin(ctx, name, sandbox, true, false, opt)
+	return u, err
 }
 
 func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit bool) (string, error) {
-	u, _, err := h.authBegin(ctx, name, sandbox, explicit, false)
+	u, _, err := h.authBegin(ctx, name, sandbox, explicit, false, AuthOptions{})
 	return u, err
 }
 
@@ -147,8 +174,8 @@ func (h *Host) authStart(ctx context.Context, name, sandbox string, explicit boo
 // step-up's flow (stepUp) does not restart the server's instances when it
 // completes: a call is waiting on one of them, whose client reads the new
 // grant from the store.
-func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, stepUp bool) (string, *authFlow, error) {
-	cfg, sandbox, err := h.authFlowConfig(name, sandbox, explicit)
+func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, stepUp bool, opt AuthOptions) (string, *authFlow, error) {
+	cfg, sandbox, err := h.authFlowConfig(name, sandbox, explicit, opt)
 	if err != nil {
 		return "", nil, err
 	}
@@ -185,7 +212,7 @@ func (h *Host) authBegin(ctx context.Context, name, sandbox string, explicit, st
 // authFlowConfig is what an authorization of the named server needs: its
 // URL, HTTP client, client identity and scopes, and whether it steps up an
 // existing grant; and the sandbox the grant is for ("" for the server's).
-func (h *Host) authFlowConfig(name, sandbox string, explicit bool) (oauth.FlowConfig, string, error) {
+func (h *Host) authFlowConfig(name, sandbox string, explicit bool, opt AuthOptions) (oauth.FlowConfig, string, error) {
 	h.mu.Lock()
 	srv := h.state.Servers[name]
 	if srv == nil {
@@ -204,6 +231,7 @@ func (h *Host) authFlowConfig(name, sandbox string, explicit bool) (oauth.FlowCo
 	spec, _ := h.instanceSpec(srv, "", nil)
 	lookup := h.secretLookup(srv)
 	client := h.oauthClient(srv)
+	asMeta := srv.OAuthAuthorizationServer
 	h.mu.Unlock()
 
 	cfg := oauth.FlowConfig{Server: name, URL: srv.URL, Client: client}
@@ -219,7 +247,20 @@ func (h *Host) authFlowConfig(name, sandbox string, explicit bool) (oauth.FlowCo
 		}
 	}
 	cfg.ClientID, cfg.ClientSecret, cfg.ClientMetadataURL, cfg.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+	switch {
+	case opt.NoScope:
+		cfg.Scopes, cfg.NoScope, cfg.ExactScopes = nil, true, true
+	case len(opt.Scopes) > 0:
+		cfg.Scopes, cfg.ExactScopes = opt.Scopes, true
+	}
 	cfg.Issuer, cfg.TokenEndpoint = o.Issuer, o.TokenEndpoint
+	if len(asMeta) > 0 {
+		meta, err := oauth.ParseAuthServerMetadata(name, asMeta)
+		if err != nil {
+			return oauth.FlowConfig{}, "", err
+		}
+		cfg.AuthServer = meta
+	}
 	if rec, _ := h.grantStore(sandbox).Load(name, srv.URL); rec != nil {
 		cfg.StepUp = rec.StepUp() // the server asked for more scope since: a step-up
 	}
@@ -302,7 +343,7 @@ func (h *Host) stepUp(ctx context.Context, name, grant string, scopes []string) 
 	}
 	if f == nil || u == "" {
 		var err error
-		if u, f, err = h.authBegin(ctx, name, grant, false, true); err != nil {
+		if u, f, err = h.authBegin(ctx, name, grant, false, true, AuthOptions{}); err != nil {
 			return err
 		}
 	}
@@ -443,6 +484,68 @@ func (h *Host) AuthStatus() ([]oauth.Status, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// AuthStatusOf is AuthStatus for one server (`auth status NAME`): its
+// grants, each with the scopes it asked for (before an authorization,
+// those the registration will ask for) and those the server supports
+// (before an authorization, discovered now, at best effort).
+func (h *Host) AuthStatusOf(ctx context.Context, name string) ([]oauth.Status, error) {
+	h.mu.Lock()
+	srv := h.state.Servers[name]
+	h.mu.Unlock()
+	if srv == nil {
+		return nil, h.unknownServer(name)
+	}
+	all, err := h.AuthStatus()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(all, func(s oauth.Status) bool { return s.Server != name })
+	if len(out) == 0 {
+		return nil, fmt.Errorf("mcp server %q does not use OAuth: it answered without a token when it was registered (register it again with --client-id or --oauth-issuer if it does)", name)
+	}
+	var supported []string
+	for i := range out {
+		st := &out[i]
+		if !st.Authorized && srv.OAuth != nil {
+			st.Requested = srv.OAuth.Scopes
+		}
+		if len(st.Supported) == 0 {
+			if supported == nil {
+				supported = h.discoverScopes(ctx, srv)
+			}
+			st.Supported = supported
+		}
+	}
+	return out, nil
+}
+
+// discoverScopes asks a server's metadata which scopes it supports (RFC
+// 8414's scopes_supported, else its resource metadata's); none on any
+// failure.
+func (h *Host) discoverScopes(ctx context.Context, srv *registry.Server) []string {
+	if len(srv.OAuthAuthorizationServer) > 0 {
+		if meta, err := oauth.ParseAuthServerMetadata(srv.Name, srv.OAuthAuthorizationServer); err == nil && len(meta.ScopesSupported) > 0 {
+			return meta.ScopesSupported
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	client := h.oauthClient(srv)
+	_, resp, err := oauth.Probe(ctx, srv.Name, srv.URL, client)
+	if err != nil {
+		return []string{}
+	}
+	resp.Body.Close()
+	d, err := oauth.Discover(ctx, srv.Name, srv.URL, resp.Header.Values("WWW-Authenticate"), client)
+	if err != nil {
+		return []string{}
+	}
+	if len(d.ASM.ScopesSupported) > 0 {
+		return d.ASM.ScopesSupported
+	}
+	return append([]string{}, d.PRM.ScopesSupported...)
 }
 
 // pending is the URL of the authorization in progress of a grant, or "".

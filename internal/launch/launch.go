@@ -53,6 +53,11 @@ type Options struct {
 	// Env is the serving process's environment; nil means this process's.
 	// GATEWAY_ACCESS_TOKEN is dropped from it either way.
 	Env []string
+	// Listener is a listening socket the serving process inherits as fd
+	// ListenFD, so the launcher binds the port before anything starts (a
+	// port taken fails the launch at once). Start does not close it. nil
+	// means none.
+	Listener *os.File
 	// Dir is the serving process's working directory; "" means "/".
 	Dir string
 	// LogFile receives the serving process's stdout and stderr, appended,
@@ -307,6 +312,9 @@ func start(opts Options) (c *child, err error) {
 	// the launcher's, so an early failure is shown where the launch was run.
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{readyW} // fd 3 == ReadyFD
+	if opts.Listener != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, opts.Listener) // fd 4 == ListenFD
+	}
 	// A new session: no terminal, its own process group, and a session id
 	// that marks every process it starts, for terminate.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -569,4 +570,29 @@ func TestLaunchUnwritableTokenFile(t *testing.T) {
 	}
 	waitGone(t, "serving process", se.PID)
 	assertGone(t, opts.PIDFile)
+}
+
+// The serving process inherits Options.Listener at ListenFD: the launcher
+// binds the port before anything starts, and the serving process serves
+// on that very socket.
+func TestLaunchHandsOverTheListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	ln.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	opts := testOptions(t, "listener")
+	opts.Listener = f
+	res, err := launch(t, context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if want := ln.Addr().(*net.TCPAddr).Port; res.Port != want {
+		t.Errorf("the serving process reported port %d, want %d, the port of the socket it was given", res.Port, want)
+	}
 }

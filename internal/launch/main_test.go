@@ -60,6 +60,8 @@ func serveForTest(mode string) int {
 	switch mode {
 	case "ready":
 		return readyForever(n, "serving")
+	case "listener":
+		return readyOnInherited(n)
 	case "handoff":
 		if err := checkHandoff(handoff); err != nil {
 			n.Fail(err)
@@ -95,6 +97,25 @@ func readyForever(n *Notifier, msg string) int {
 	}
 	defer ln.Close()
 	fmt.Fprintln(os.Stderr, msg)
+	if err := n.Ready(ln.Addr().(*net.TCPAddr).Port); err != nil {
+		fmt.Fprintln(os.Stderr, "test server:", err)
+		return 1
+	}
+	sleepForever()
+	return 0
+}
+
+// readyOnInherited reports ready on the port of the listener inherited at
+// ListenFD (Options.Listener).
+func readyOnInherited(n *Notifier) int {
+	f := os.NewFile(ListenFD, "listener")
+	ln, err := net.FileListener(f)
+	if err != nil {
+		n.Fail(fmt.Errorf("fd %d: %w", ListenFD, err))
+		return 1
+	}
+	f.Close()
+	defer ln.Close()
 	if err := n.Ready(ln.Addr().(*net.TCPAddr).Port); err != nil {
 		fmt.Fprintln(os.Stderr, "test server:", err)
 		return 1

@@ -18,6 +18,10 @@ import (
 // process (the first of exec's extra files).
 const ReadyFD = 3
 
+// ListenFD is the descriptor number Options.Listener has in the serving
+// process (the second of exec's extra files).
+const ListenFD = 4
+
 // maxHandoff bounds what AcceptHandoff accepts. The handoff carries a config that
 // came in on one command-line argument (at most 128 KiB on Linux) and a token,
 // so anything near this size is a mistake, not a config.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +30,18 @@ type FlowConfig struct {
 	// one), then dynamic client registration.
 	ClientMetadataURL      string
 	ClientID, ClientSecret string
-	// Scopes are asked for when neither the server's challenge nor its
-	// metadata names any.
+	// Scopes are the person's (`server add --scope`, `auth --scope`):
+	// asked for first, in place of those the server's challenge or
+	// metadata names, as sbx does. When the authorization server lists the
+	// scopes it supports, each must be one of them. Unset, the discovered
+	// scopes are asked for (the challenge's, else the resource metadata's
+	// scopes_supported).
 	Scopes []string
+	// ExactScopes asks for Scopes alone (`auth --scope`, `auth
+	// --no-scope`): without the step-up scopes and without the
+	// offline_access the SDK adds for a refresh token. NoScope asks for no
+	// scope at all (`auth --no-scope`).
+	ExactScopes, NoScope bool
 	// StepUp are asked for besides the scopes discovered: those of the
 	// grant this authorization replaces and those the server asked for
 	// since (Record.StepUp; SEP-2350).
@@ -42,6 +52,11 @@ type FlowConfig struct {
 	// endpoint. Unset, the issuer that grants the token is recorded with
 	// it, and a refresh goes to no other (Stored).
 	Issuer, TokenEndpoint string
+	// AuthServer, when set, is the authorization server's metadata the
+	// person gave (`server add --oauth-authorization-server`), for a server
+	// whose own metadata does not lead to it: it is used in place of what
+	// discovery would fetch.
+	AuthServer *oauthex.AuthServerMeta
 	// RedirectURL is where the authorization server sends the person back
 	// (a loopback URL: see Loopback).
 	RedirectURL string
@@ -130,6 +145,9 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 	if cfg.Client == nil {
 		cfg.Client = http.DefaultClient
 	}
+	if cfg.AuthServer != nil {
+		cfg.Client = withAuthServer(cfg.Client, cfg.URL, cfg.AuthServer)
+	}
 	req, resp, err := Probe(ctx, cfg.Server, cfg.URL, cfg.Client)
 	if err != nil {
 		return nil, err
@@ -185,13 +203,28 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cfg.ClientSecret}
 		}
 	}
-	if len(cfg.Scopes) > 0 || len(cfg.StepUp) > 0 {
-		hc.ScopeFilter = func(discovered []string) []string {
-			if len(discovered) == 0 {
-				discovered = cfg.Scopes
-			}
-			return union(discovered, cfg.StepUp)
+	supported := supportedScopes(d)
+	if err := checkScopes(cfg.Server, cfg.Scopes, supported); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	explicit := cfg.NoScope || len(cfg.Scopes) > 0
+	if explicit {
+		// The person's scopes are what is asked for: the SDK adds no
+		// offline_access to them (name it in --scope to get a refresh
+		// token where the authorization server wants it asked for).
+		hc.RequestRefreshToken = false
+	}
+	hc.ScopeFilter = func(discovered []string) []string {
+		switch {
+		case cfg.NoScope:
+			return nil
+		case len(cfg.Scopes) > 0 && cfg.ExactScopes:
+			return slices.Clone(cfg.Scopes)
+		case len(cfg.Scopes) > 0:
+			return union(cfg.Scopes, cfg.StepUp)
 		}
+		return union(discovered, cfg.StepUp)
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {
@@ -215,7 +248,33 @@ func Authorize(ctx context.Context, cfg FlowConfig) (*Record, error) {
 		ClientID: captured.ClientID, ClientSecret: captured.ClientSecret,
 		AuthURL: captured.Endpoint.AuthURL, TokenURL: captured.Endpoint.TokenURL, AuthStyle: captured.Endpoint.AuthStyle,
 		Scopes: grantedScopes(token, captured.Scopes), Token: token, AuthorizedAt: time.Now().UTC().Truncate(time.Second),
+		Requested: slices.Clone(captured.Scopes), Supported: supported,
 	}, nil
+}
+
+// supportedScopes are the scopes the authorization server says it supports
+// (RFC 8414 scopes_supported), else those the resource metadata lists.
+func supportedScopes(d *Discovery) []string {
+	if len(d.ASM.ScopesSupported) > 0 {
+		return slices.Clone(d.ASM.ScopesSupported)
+	}
+	return slices.Clone(d.PRM.ScopesSupported)
+}
+
+// checkScopes refuses, before the person is sent anywhere, a scope the
+// server does not support, when it lists those it does; a server that
+// lists none takes the scopes as given.
+func checkScopes(server string, asked, supported []string) error {
+	if len(supported) == 0 {
+		return nil
+	}
+	for _, s := range asked {
+		if !slices.Contains(supported, s) {
+			return stepError(server, "scope check", fmt.Errorf("scope %q is not one the server supports (%s): ask for scopes it lists (auth --scope, or server add --scope --replace), or for none (auth --no-scope)",
+				s, strings.Join(supported, " ")))
+		}
+	}
+	return nil
 }
 
 // checkAudience refuses a token meant for another resource: the token

@@ -36,7 +36,11 @@ type Record struct {
 	// Wanted are scopes the server asked for since (a 403
 	// insufficient_scope): the next authorization asks for them with
 	// Scopes (a step-up, SEP-2350).
-	Wanted       []string      `json:"wanted_scopes,omitempty"`
+	Wanted []string `json:"wanted_scopes,omitempty"`
+	// Requested are the scopes the authorization asked for, Supported
+	// those the server said it supports then (auth status shows both).
+	Requested    []string      `json:"requested_scopes,omitempty"`
+	Supported    []string      `json:"supported_scopes,omitempty"`
 	Token        *oauth2.Token `json:"token"`
 	AuthorizedAt time.Time     `json:"authorized_at"`
 }
@@ -46,13 +50,18 @@ type Status struct {
 	Server string `json:"server"`
 	// Sandbox is the sandbox whose own grant this is (a server registered
 	// --per-sandbox); "" for a grant shared by the server's sandboxes.
-	Sandbox    string    `json:"sandbox,omitempty"`
-	Authorized bool      `json:"authorized"`
-	Issuer     string    `json:"issuer,omitempty"`
-	Scopes     []string  `json:"scopes,omitempty"`
-	Expiry     time.Time `json:"expiry,omitzero"`
-	Refresh    bool      `json:"refreshable"`
-	Since      time.Time `json:"authorized_at,omitzero"`
+	Sandbox    string   `json:"sandbox,omitempty"`
+	Authorized bool     `json:"authorized"`
+	Issuer     string   `json:"issuer,omitempty"`
+	Scopes     []string `json:"scopes,omitempty"`
+	// Requested are the scopes the authorization asked for (or, before
+	// one, those the registration will ask for); Supported those the
+	// server said it supports.
+	Requested []string  `json:"requested_scopes,omitempty"`
+	Supported []string  `json:"supported_scopes,omitempty"`
+	Expiry    time.Time `json:"expiry,omitzero"`
+	Refresh   bool      `json:"refreshable"`
+	Since     time.Time `json:"authorized_at,omitzero"`
 	// Error says why the stored token cannot be used (set for another URL).
 	Error string `json:"error,omitempty"`
 	// Pending is the URL of an authorization in progress, for the person
@@ -66,7 +75,7 @@ func (r *Record) Status(server string) Status {
 		return Status{Server: server}
 	}
 	return Status{Server: server, Authorized: true, Issuer: r.Issuer, Scopes: r.Scopes, Expiry: r.Token.Expiry,
-		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt}
+		Refresh: r.Token.RefreshToken != "", Since: r.AuthorizedAt, Requested: r.Requested, Supported: r.Supported}
 }
 
 // StepUp is the scopes a new authorization replacing r asks for besides

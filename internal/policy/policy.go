@@ -16,6 +16,7 @@
 package policy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -113,7 +114,68 @@ func (s *Set) Len() int {
 // IDs are the policies' ids in source order.
 func (s *Set) IDs() []string { return slices.Clone(s.ids) }
 
-var parsePos = regexp.MustCompile(`^parser error: parse error at <input>:(\d+):(\d+) (.*)$`)
+// cedar-go's syntax errors: the parser's (the position and text of the
+// token it stopped at, then what it found wrong) and the scanner's.
+var (
+	parsePos   = regexp.MustCompile(`^parser error: parse error at <input>:(\d+):(\d+) ("(?:[^"\\]|\\.)*"): (.*)$`)
+	parseExact = regexp.MustCompile(`^exact got (.*) want (.*)$`)
+	scanPos    = regexp.MustCompile(`^parser error: <input>:(\d+):(\d+): (.*)$`)
+)
+
+// syntaxError rewrites cedar-go's syntax error msg about file name (its
+// text) as "name:line:col: syntax error: ...", saying what was expected
+// where it reads "exact got X want Y".
+func syntaxError(name string, text []byte, msg string) string {
+	if m := scanPos.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s:%s:%s: syntax error: %s", name, m[1], m[2], m[3])
+	}
+	m := parsePos.FindStringSubmatch(msg)
+	if m == nil {
+		return name + ": " + msg
+	}
+	line, _ := strconv.Atoi(m[1])
+	col, _ := strconv.Atoi(m[2])
+	near, _ := strconv.Unquote(m[3])
+	e := parseExact.FindStringSubmatch(m[4])
+	if e == nil {
+		if near == "" {
+			return fmt.Sprintf("%s:%d:%d: syntax error at the end of the file: %s", name, line, col, m[4])
+		}
+		return fmt.Sprintf("%s:%d:%d: syntax error at %q: %s", name, line, col, near, m[4])
+	}
+	got, want := e[1], e[2]
+	if got == "" {
+		return fmt.Sprintf("%s:%d:%d: syntax error: expected %q, but the file ends (a policy ends with ';')", name, line, col, want)
+	}
+	// The parser reports the token after the one it refused: point at
+	// that one.
+	line, col = tokenBefore(text, line, col, got)
+	return fmt.Sprintf("%s:%d:%d: syntax error: expected %q, found %q", name, line, col, want, got)
+}
+
+// tokenBefore returns the line and column of tok when it is the text just
+// before line:col (spaces between), else line:col unchanged.
+func tokenBefore(text []byte, line, col int, tok string) (int, int) {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return line, col
+		}
+		off += i + 1
+	}
+	off += col - 1
+	if off > len(text) {
+		return line, col
+	}
+	before := bytes.TrimRight(text[:off], " \t\r\n")
+	if !bytes.HasSuffix(before, []byte(tok)) {
+		return line, col
+	}
+	start := len(before) - len(tok)
+	l := 1 + bytes.Count(text[:start], []byte("\n"))
+	return l, start - (bytes.LastIndexByte(text[:start], '\n') + 1) + 1
+}
 
 // Parse parses and checks sources into a Set. An error names the file,
 // line and column of every problem found.
@@ -127,13 +189,7 @@ func Parse(def Default, sources ...Source) (*Set, error) {
 	for _, src := range sources {
 		list, err := cedar.NewPolicyListFromBytes(src.Name, src.Text)
 		if err != nil {
-			msg := err.Error()
-			if m := parsePos.FindStringSubmatch(msg); m != nil {
-				msg = fmt.Sprintf("%s:%s:%s: syntax error near %s", src.Name, m[1], m[2], m[3])
-			} else {
-				msg = src.Name + ": " + msg
-			}
-			errs = append(errs, errors.New(msg))
+			errs = append(errs, errors.New(syntaxError(src.Name, src.Text, err.Error())))
 			continue
 		}
 		base := filepath.Base(src.Name)

@@ -66,7 +66,11 @@ func TestDecide(t *testing.T) {
 
 func TestParseErrorsNameFileLineColumn(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"permit(principal, action, resource);\nforbid(principal, action, resource)\n  when { resource.destructive ;", "bad.cedar:3:32: "},
+		{"permit(principal, action, resource);\nforbid(principal, action, resource)\n  when { resource.destructive ;", `bad.cedar:3:31: syntax error: expected "}", found ";"`},
+		{"permit (principal, action, resource)\nwhen { context.x == 1 \n", `bad.cedar:3:1: syntax error: expected "}", but the file ends (a policy ends with ';')`},
+		{"permit (principal, action, resource);\nforbid (principal, action resource);\n", `bad.cedar:2:27: syntax error: expected ",", found "resource"`},
+		{"permit (principal, action, resource) when { context.x == };", `bad.cedar:1:59: syntax error at ";": invalid primary`},
+		{"permit (principal, action, resource) when { context.x == \"abc };", `bad.cedar:1:58: syntax error: literal not terminated`},
 		{"permit(principal, action == MCP::Action::\"invoke\", resource);", "bad.cedar:1:1: unknown action \"invoke\""},
 		{"permit(principal, action, resource is MCP::Tol);", "bad.cedar:1:1: unknown entity type MCP::Tol"},
 		{"@requireApproval(\"x\") forbid(principal, action, resource);", "bad.cedar:1:1: @requireApproval belongs on a permit"},
@@ -76,6 +80,9 @@ func TestParseErrorsNameFileLineColumn(t *testing.T) {
 		_, err := Parse(DefaultPermit, Source{Name: "bad.cedar", Text: []byte(c.text)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.text, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "exact got") {
+			t.Errorf("%q: %v: cedar-go's wording, not what was expected", c.text, err)
 		}
 	}
 }

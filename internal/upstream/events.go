@@ -52,6 +52,11 @@ func (m *eventMessages) Read() (*wire.Message, error) {
 			}
 			continue
 		}
+		if len(ev.data) == 0 {
+			// A priming event (an id, maybe a retry, empty data): servers
+			// send it so a client can resume the stream, and carry no message.
+			continue
+		}
 		if err := wire.ParseInto(&m.msg, ev.data); err != nil {
 			m.s.h.log.Warn(fmt.Sprintf("mcp server %q sent an event that is not a JSON-RPC message; ignored", m.s.name()), "err", err, "data", preview(ev.data))
 			continue

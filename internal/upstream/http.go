@@ -128,12 +128,12 @@ type HTTPOptions struct {
 	ParamHeaders *ParamHeaders
 	// DiscoverFirst asks server/discover before initialize (streamable HTTP
 	// only): a server that speaks 2026-07-28 and the session era is then
-	// spoken to in 2026-07-28. By default the session starts with
-	// initialize and asks server/discover only when initialize is refused,
-	// because the gateway does not yet listen to a 2026-07-28 server's
-	// change notifications (subscriptions/listen), which a session-era
-	// session gets on its GET stream. It costs a session-era server one
-	// more request per session.
+	// spoken to in 2026-07-28, its change notifications coming on a
+	// subscriptions/listen stream (listen_http.go). Without it the session
+	// starts with initialize and asks server/discover only when initialize
+	// is refused. It costs a session-era server one refused request per
+	// session. The gateway sets it for every remote server unless its entry
+	// says "discoverFirst": false.
 	DiscoverFirst bool
 	// Auth, when set, is the server's OAuth client: it gives the token of
 	// every request and handles a 401 (see Authorizer). Headers should then
@@ -168,6 +168,8 @@ type HTTP struct {
 	rootsDeclared bool
 	// hooks receive what the server sends unprompted, on every session.
 	hooks rpc.Hooks
+	// listen: the subscriptions/listen stream of a 2026-07-28 server (listen_http.go).
+	listen remoteListen
 
 	gen        atomic.Uint64
 	started    atomic.Int64            // unix nanoseconds of the current session's start
@@ -222,8 +224,10 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),
 		paramHeaders:  opts.ParamHeaders,
-		hooks:         rpc.Hooks{Server: opts.Name, OnNotification: opts.OnNotification, OnRequest: opts.OnRequest},
 	}
+	h.hooks = rpc.Hooks{Server: opts.Name, OnNotification: h.notification, OnRequest: opts.OnRequest}
+	h.listen.init()
+	h.listen.log = func(msg string) { h.log.Info(fmt.Sprintf("mcp server %q: %s", opts.Name, msg)) }
 	if h.paramHeaders == nil {
 		h.paramHeaders = &ParamHeaders{}
 	}
@@ -368,7 +372,14 @@ func (h *HTTP) Call(ctx context.Context, method string, params json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
-		if opensStream(method) && !s.stateless.Load() {
+		if s.stateless.Load() {
+			if method == "resources/subscribe" || method == "resources/unsubscribe" {
+				return h.subscribeStateless(ctx, s, method, params)
+			}
+			if opensStream(method) {
+				s.startStatelessListen(ctx)
+			}
+		} else if opensStream(method) {
 			s.startListening(ctx)
 		}
 		resp, err := s.call(ctx, method, params)
@@ -599,7 +610,10 @@ func (h *HTTP) connectStreamable(ctx context.Context) (*session, error) {
 		s.shutdown(false)
 		return nil, err
 	}
-	if !s.stateless.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers) {
+	switch {
+	case s.stateless.Load() && h.opts.ListenAtStart:
+		s.startStatelessListen(ctx)
+	case !s.stateless.Load() && (h.opts.ListenAtStart || h.rootsDeclared || s.jsonAnswers):
 		s.startListening(ctx)
 	}
 	return s, nil

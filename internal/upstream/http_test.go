@@ -1024,3 +1024,21 @@ func wantClosed(t *testing.T, ctx context.Context, done <-chan error) {
 		t.Fatal("the call in flight did not return after Close")
 	}
 }
+
+// A priming event (an id, a retry and empty data, which servers and the
+// gateway itself send before a long answer) is skipped without a warning:
+// one WARN per event flooded the host's log.
+func TestRemotePrimingEventIsNotWarnedAbout(t *testing.T) {
+	ctx := testContext(t)
+	url := fakeStreamable(t, func(id json.RawMessage, _, _ string) (int, string, string) {
+		return 200, "text/event-stream", fmt.Sprintf("id: 1\nretry: 1000\ndata: \n\nid: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"ok\":true}}\n\n", id)
+	})
+	fx := newRemote(t, url, func(o *upstream.HTTPOptions) { o.NoListen = true })
+	resp, err := fx.up.Call(ctx, "tools/call", toolParams("x", `{}`))
+	if err != nil || string(resp.Result) != `{"ok":true}` {
+		t.Fatalf("call = %+v, %v; want the result after the priming event", resp, err)
+	}
+	if logs := fx.logs.String(); strings.Contains(logs, "not a JSON-RPC message") {
+		t.Errorf("the priming event was warned about:\n%s", logs)
+	}
+}

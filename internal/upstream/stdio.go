@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -386,12 +387,27 @@ func (s *Stdio) spawn(ctx context.Context) (*process, error) {
 	s.spawning, s.latest = p, p
 	s.mu.Unlock()
 
-	if err := s.initialize(ctx, p); err != nil {
+	// A first start through a package runner fetches the package, which
+	// can take a minute: say so once, rather than nothing.
+	notice := slowStartNotice
+	slow := time.AfterFunc(notice, func() {
+		why := ""
+		if runner := filepath.Base(s.opts.Command[0]); runner == "npx" || runner == "uvx" {
+			why = " (" + runner + " fetches the package on its first start)"
+		}
+		s.log.Info(fmt.Sprintf("mcp server %q has not answered initialize after %s; still waiting%s", s.opts.Name, notice, why))
+	})
+	err = s.initialize(ctx, p)
+	slow.Stop()
+	if err != nil {
 		p.terminate(0, &failure{kind: ErrExited, event: "was stopped", detail: "its start failed"})
 		return nil, s.startError(p, err)
 	}
 	return p, nil
 }
+
+// slowStartNotice is how long a start goes unremarked.
+var slowStartNotice = 10 * time.Second
 
 // probeTimeout bounds the wait for an answer to server/discover: a session-era
 // server may ignore a request that comes before initialize.

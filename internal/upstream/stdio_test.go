@@ -924,3 +924,18 @@ func TestAnswersReachTheServerAsOneLine(t *testing.T) {
 		t.Errorf("Generation = %d: the process was restarted", got)
 	}
 }
+
+// A start that takes long is remarked once in the log, so a first `make run`
+// that waits for npx says what it waits for.
+func TestSlowStartIsRemarked(t *testing.T) {
+	defer upstream.SetSlowStartNotice(50 * time.Millisecond)()
+	fx := newFake(t, "silent", nil)
+	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Second)
+	defer cancel()
+	if err := fx.s.Start(ctx); err == nil {
+		t.Fatal("a server that never answers initialize started")
+	}
+	if got := fx.logs.String(); !strings.Contains(got, `mcp server \"fake\" has not answered initialize after 50ms; still waiting`) {
+		t.Fatalf("no remark about the slow start in the log:\n%s", got)
+	}
+}

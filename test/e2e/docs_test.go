@@ -21,8 +21,8 @@ import (
 // run, executed as written. A Markdown shell block marked with the comment
 // `<!-- run: NAME -->` on the line before its fence is run by bash (set
 // -euo pipefail) from the repository's root, with only these substitutions:
-// a fresh HOME (where the docs put their files, and the host its state), the
-// API_KEY the docs read, and an `npx` first on PATH that runs the pinned
+// a fresh HOME (where the docs put their files, and the host its state)
+// and an `npx` first on PATH that runs the pinned
 // packages installed in test/npm instead of downloading them (so a pinned
 // version in the docs must be the installed one). Every shell block of
 // docs/host.md must be marked, so none escapes the run.
@@ -187,7 +187,8 @@ type docsEnvironment struct {
 
 // docsEnv is a fresh HOME, the Go caches of this build (a fresh HOME must
 // not mean a download, nor a toolchain's), PATH with the stand-in npx first and the system's
-// Node (the docs name Node 20+), and API_KEY.
+// Node (the docs name Node 20+). Nothing else: the docs' commands must run
+// as pasted in a shell with no extra environment (API_KEY, say, is removed).
 func docsEnv(t *testing.T, root string) docsEnvironment {
 	home := t.TempDir()
 	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
@@ -217,7 +218,6 @@ func docsEnv(t *testing.T, root string) docsEnvironment {
 		"HOME=" + home,
 		"PATH=" + strings.Join(append([]string{bin}, path...), string(os.PathListSeparator)),
 		"GOCACHE=" + g[0], "GOMODCACHE=" + g[1], "GOPATH=" + g[2], "GOTOOLCHAIN=local",
-		"API_KEY=docs-example-key",
 		"LANG=C.UTF-8",
 	}
 	for _, kv := range os.Environ() {

@@ -372,7 +372,11 @@ func TestHTTPFront(t *testing.T) {
 			h["Authorization"] = auth
 		}
 		resp, _ := post(initBody, h)
-		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer realm="mcp-gateway"` {
+		want := `Bearer realm="mcp-gateway"`
+		if name == "wrong" { // a bearer token presented, but not this gateway's
+			want += `, error="invalid_token", error_description="the bearer token is not valid for this gateway"`
+		}
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want {
 			t.Errorf("%s token: status %d, WWW-Authenticate %q", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
 	}

@@ -254,7 +254,7 @@ func TestPolicyFileErrors(t *testing.T) {
 		"unknown type":   "permit(principal, action, resource is MCP::Tol);",
 		"unknown action": "\n\npermit(principal, action == MCP::Action::\"callTool\", resource);",
 	}
-	wants := map[string]string{"syntax": ":3:32: ", "unknown type": ":1:1: unknown entity type", "unknown action": ":3:1: unknown action"}
+	wants := map[string]string{"syntax": `:3:31: syntax error: expected "}", found ";"`, "unknown type": ":1:1: unknown entity type", "unknown action": ":3:1: unknown action"}
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := newGW(t)

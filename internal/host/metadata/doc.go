@@ -12,10 +12,15 @@
 // environment_variables, package_arguments, runtime_hint, is_secret, ...).
 //
 // From the packages it takes the first one published on npm or PyPI that
-// speaks stdio, and builds its command line: npx -y <package>@<version>, or
-// uvx <package>==<version>. Packages of other registries (OCI, NuGet, MCPB,
-// ...) and remote-only servers are refused with a message that says what the
-// entry offers; a remote server is registered by its URL instead.
+// speaks stdio, else the first OCI image that does, and builds its command
+// line: npx -y <package>@<version>, uvx <package>==<version>, or docker run
+// -i --rm with isolation settings ([Docker]: no network, limits, no
+// capabilities, no pull by default) and -e NAME for each variable, so a
+// value never sits on docker's command line. Runtime arguments that would
+// loosen that isolation (--privileged, --network, volumes, ...) are refused.
+// Packages of other registries (NuGet, MCPB, ...) and remote-only servers
+// are refused with a message that says what the entry offers; a remote
+// server is registered by its URL instead.
 //
 // Environment variables become configuration ([Property]) except secret
 // ones: those are named in [Spec.Secrets] and their value in [Spec.Env] is a

@@ -17,10 +17,16 @@ type Spec struct {
 	Description string
 	Version     string
 	// Package is the registry and package spec that runs, e.g.
-	// "npm @scope/pkg@1.2.3" or "pypi weather-mcp==0.5.0".
+	// "npm @scope/pkg@1.2.3", "pypi weather-mcp==0.5.0" or
+	// "oci ghcr.io/acme/weather:1.0.0".
 	Package string
-	Command string // "npx" or "uvx"
-	Args    []string
+	Command string // "npx", "uvx" or "docker"
+	// Args are the command's arguments; for an OCI package, docker run's
+	// with the default isolation settings (see [Docker]).
+	Args []string
+	// OCI is set for an OCI package: what [Docker.Args] needs to build
+	// docker run's arguments with other settings or more variables.
+	OCI *OCI
 	// Env is the environment of the process: fixed values and defaults
 	// of the entry, and "${name}" placeholders for the secrets.
 	Env map[string]string
@@ -91,6 +97,11 @@ func Parse(data []byte) (*Spec, error) {
 	if err := spec.environment(p.envVars()); err != nil {
 		return nil, fmt.Errorf("mcp server %q: package %s: %w", s.Name, spec.Package, err)
 	}
+	if spec.OCI != nil {
+		if spec.Args, err = (Docker{}).Args(spec.OCI, spec.EnvNames()); err != nil {
+			return nil, fmt.Errorf("mcp server %q: package %s: %w", s.Name, spec.Package, err)
+		}
+	}
 	return spec, nil
 }
 
@@ -119,8 +130,9 @@ func unwrap(data []byte) (json.RawMessage, error) {
 	return data, nil
 }
 
-// choosePackage returns the first package runnable over stdio through npm or
-// PyPI.
+// choosePackage returns the first package runnable over stdio through npm
+// or PyPI, else the first OCI image over stdio (run with Docker): an entry
+// offering both keeps running as it did before OCI images were supported.
 func choosePackage(name string, packages []pkg, remotes []string) (pkg, error) {
 	var found []string
 	for _, p := range packages {
@@ -130,7 +142,12 @@ func choosePackage(name string, packages []pkg, remotes []string) (pkg, error) {
 		}
 		found = append(found, fmt.Sprintf("%s over %s", cmp.Or(typ, "unknown registry"), transport))
 	}
-	msg := fmt.Sprintf("mcp server %q: no package runs over stdio through npm or PyPI", name)
+	for _, p := range packages {
+		if typ := p.registryType(); (typ == "oci" || typ == "docker") && p.transport() == "stdio" {
+			return p, nil
+		}
+	}
+	msg := fmt.Sprintf("mcp server %q: no package runs over stdio through npm, PyPI or OCI", name)
 	if len(found) > 0 {
 		msg += " (it has " + strings.Join(found, ", ") + ")"
 	} else {
@@ -139,7 +156,7 @@ func choosePackage(name string, packages []pkg, remotes []string) (pkg, error) {
 	if len(remotes) > 0 {
 		msg += fmt.Sprintf("; it is served remotely at %s: register its remote with --url instead", strings.Join(remotes, ", "))
 	} else {
-		msg += "; host mode runs only npm packages (with npx) and PyPI packages (with uvx) over stdio"
+		msg += "; host mode runs only npm packages (with npx), PyPI packages (with uvx) and OCI images (with docker run) over stdio"
 	}
 	return pkg{}, errors.New(msg)
 }
@@ -164,6 +181,17 @@ func (spec *Spec) command(p pkg) error {
 
 	pkgSpec := id
 	switch p.registryType() {
+	case "oci", "docker":
+		image, err := imageRef(id, version, p.registryBaseURL())
+		if err != nil {
+			return err
+		}
+		spec.Command, spec.Package = "docker", "oci "+image
+		spec.OCI = &OCI{Image: image, RuntimeArgs: runtimeArgs, PackageArgs: packageArgs}
+		if err := spec.OCI.checkRuntimeArgs(); err != nil {
+			return fmt.Errorf("package %s: %w", spec.Package, err)
+		}
+		return nil
 	case "npm":
 		if version != "" {
 			pkgSpec += "@" + version

@@ -114,13 +114,13 @@ func TestParseErrors(t *testing.T) {
 		{"JSON array", []byte(`[{"name": "a/b"}]`), []string{"not a server.json or registry entry"}},
 		{"no name", readFixture(t, "no-name.json"), []string{`no "name"`}},
 		{"remote only", readFixture(t, "remote-only.json"), []string{
-			`mcp server "com.example/notes"`, "no package runs over stdio through npm or PyPI", "it lists no packages",
+			`mcp server "com.example/notes"`, "no package runs over stdio through npm, PyPI or OCI", "it lists no packages",
 			"https://mcp.notes.example.com/mcp, https://mcp.notes.example.com/sse", "register its remote with --url instead",
 		}},
 		{"unsupported packages", readFixture(t, "unsupported.json"), []string{
 			`mcp server "io.github.example/database-manager"`,
-			"(it has oci over stdio, nuget over stdio, npm over streamable-http)",
-			"host mode runs only npm packages (with npx) and PyPI packages (with uvx) over stdio",
+			"(it has oci over streamable-http, nuget over stdio, npm over streamable-http)",
+			"host mode runs only npm packages (with npx), PyPI packages (with uvx) and OCI images (with docker run) over stdio",
 		}},
 		{"two servers", readFixture(t, "registry-list-two.json"), []string{"lists 2 servers, expected exactly one"}},
 		{"no servers", []byte(`{"servers": [], "metadata": {"count": 0}}`), []string{"lists 0 servers"}},

@@ -33,6 +33,10 @@ type pkg struct {
 	Identifier      string `json:"identifier"`
 	NameOld         string `json:"name"` // oldest spelling of identifier
 	Version         string `json:"version"`
+	// RegistryBaseURL is where an OCI image lives when its identifier
+	// names no registry ("https://ghcr.io"); npm and PyPI ones are informational.
+	RegistryBaseURL    string `json:"registryBaseUrl"`
+	RegistryBaseURLOld string `json:"registry_base_url"`
 	// Transport is {"type": "stdio"}; some early entries have a bare string.
 	Transport json.RawMessage `json:"transport"`
 
@@ -49,6 +53,8 @@ func (p pkg) registryType() string {
 }
 
 func (p pkg) identifier() string { return cmp.Or(p.Identifier, p.NameOld) }
+
+func (p pkg) registryBaseURL() string { return cmp.Or(p.RegistryBaseURL, p.RegistryBaseURLOld) }
 
 // transport returns the transport type; none means stdio.
 func (p pkg) transport() string {

@@ -54,6 +54,10 @@ type Server struct {
 	// registration from its 401): how the gateway authorizes (the client
 	// identity); its tokens are in the secret store (internal/oauth).
 	OAuth *mcpconfig.OAuth `json:"oauth,omitempty"`
+	// OAuthAuthorizationServer is the authorization server's metadata
+	// (RFC 8414) given at registration (--oauth-authorization-server), used
+	// in place of discovering it.
+	OAuthAuthorizationServer json.RawMessage `json:"oauthAuthorizationServer,omitempty"`
 	// PerSandbox keeps the server's OAuth grant per sandbox (each sandbox
 	// authorizes it on its own: --per-sandbox) instead of one grant shared
 	// by every sandbox it is attached to.

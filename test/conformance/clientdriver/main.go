@@ -24,8 +24,8 @@
 //     authorizes it again, as the person told so would; while the client
 //     runs, the driver watches auth status and opens the URL of an
 //     authorization shown pending (a step-up a call waits for);
-//   - the other scenarios: `mcp-gateway serve` fronting the scenario server,
-//     asking it server/discover first ("discoverFirst").
+//   - the other scenarios: `mcp-gateway serve` fronting the scenario server
+//     as configured by default (server/discover first).
 //
 // The client then runs against the gateway with the scenario's environment,
 // and the driver exits with the client's exit code (1 when the gateway
@@ -101,9 +101,10 @@ func run() int {
 		endpoint, token, err = d.hostAuthorized(ctx, target, sctx)
 		hostEnv = []string{"MCP_GATEWAY_STATE_DIR=" + filepath.Join(dir, "state")}
 	default:
-		// discoverFirst: a scenario server of the 2026-07-28 era that also
-		// accepts initialize (request-metadata) is spoken to in its era.
-		endpoint, err = d.serve(ctx, map[string]any{"remote": map[string]any{"url": target, "discoverFirst": true}})
+		// A scenario server of the 2026-07-28 era that also accepts
+		// initialize (request-metadata) is spoken to in its era: the
+		// gateway asks server/discover first by default.
+		endpoint, err = d.serve(ctx, map[string]any{"remote": map[string]any{"url": target}})
 	}
 	if err != nil {
 		b, _ := os.ReadFile(d.logPath)

@@ -94,7 +94,7 @@ func (r *report) markdown() string {
 			p("browser, a sandbox; when `auth status` then shows the server unauthorized, because the\n")
 			p("server named another authorization server, the driver runs `auth` again as the person\n")
 			p("would; while the client runs, the driver opens the URL of an authorization `auth status`\n")
-			p("shows pending, a step-up a call waits for) for the other `auth/` scenarios; `serve` with `\"discoverFirst\": true` for the rest. The same rule holds:\n")
+			p("shows pending, a step-up a call waits for) for the other `auth/` scenarios; `serve` as configured by default (`server/discover` first) for the rest. The same rule holds:\n")
 			p("every scenario that passes directly passes through the gateway, unless known-gaps.txt lists it.\n")
 			p("See [oauth.md](oauth.md).\n\n")
 		}
