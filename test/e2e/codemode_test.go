@@ -395,6 +395,13 @@ permit(principal, action == MCP::Action::"invokeTool", resource == MCP::Tool::"m
 		}
 	}
 
+	// policy test decides the code-mode tools as built-ins (invokePrimordial).
+	for _, tool := range []string{"code-mode", "code-mode-kg"} {
+		if out := h.mustCLI("", "policy", "test", "--sandbox", "st", "--tool", tool); !strings.HasPrefix(out, "allow:") {
+			t.Errorf("policy test --tool %s: %s", tool, out)
+		}
+	}
+
 	// Gone with the sandbox: a sandbox of the same name starts without it.
 	h.mustCLI("", "sandbox", "rm", "st")
 	again := h.createSandbox("st", "--static", "memory,everything")
