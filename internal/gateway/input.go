@@ -43,7 +43,7 @@ func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, r
 		return s.callBuiltin(ctx, m, stream, rt.builtin)
 	case !s.stateless:
 		return s.forwardObserved(ctx, m, stream, rt.srv, rt.params)
-	case !s.canBeAsked():
+	case !s.canBeAsked() || isInner(ctx):
 		return s.forwardStatelessDirect(ctx, m, stream, rt.srv, rt.params)
 	}
 	return s.forwardStateless(ctx, m, stream, rt.srv, rt.params)

@@ -72,6 +72,7 @@ type Router struct {
 	// removed, so readers take it without a lock.
 	servers   atomic.Pointer[[]*server]
 	serversMu sync.Mutex // serializes changes of the set
+	builtinMu sync.Mutex // serializes changes of the built-in tools (builtin.go)
 	// clients is where the router's own changes reach the clients (set by
 	// New); nil: nobody is told. The router holds no pointer to the gateway.
 	clients clientSink

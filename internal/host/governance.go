@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -419,10 +420,10 @@ func (h *Host) toolDef(sb *sandbox, server, tool string) json.RawMessage {
 
 func isBuiltin(name string) bool {
 	switch name {
-	case "mcp-find", "mcp-add", "mcp-config-set", "mcp-exec":
+	case "mcp-find", "mcp-add", "mcp-config-set", "mcp-exec", codemode.ToolName:
 		return true
 	}
-	return false
+	return strings.HasPrefix(name, codemode.GeneratedPrefix) // a generated code-mode tool
 }
 
 // checkRegister decides whether a sandbox may attach a server (mcp-add,
