@@ -1,5 +1,5 @@
 // Command mcp-gateway puts many MCP servers behind one authenticated MCP
-// endpoint. See the README, or run mcp-gateway --help.
+// endpoint. See README.md and docs/reference.md, or run mcp-gateway --help.
 package main
 
 import (
