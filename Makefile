@@ -79,6 +79,12 @@ bench-short:
 	@echo "== short benchmark run (checks that calls succeed; judges no figure)"
 	GO=$(GO) $(GO) run ./bench -short -era both
 
+# Code mode's figures (docs/code-mode.md, "Figures"): tools/list bytes with code-mode
+# instead of the tools, an inner call against a direct tools/call. Asserts no speed.
+.PHONY: bench-codemode
+bench-codemode:
+	$(GO) run ./bench/codemode
+
 # The template built and run in a real Docker engine, and host mode's OCI
 # servers (test/template; root, docker.io and debootstrap; docs/template.md).
 .PHONY: test-template

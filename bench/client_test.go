@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,35 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(ds, tt.p); got != tt.want {
 			t.Errorf("percentile(%v) = %d, want %d", tt.p, got, tt.want)
 		}
+	}
+}
+
+// The soak's lost calls: a call its server never answers fails after the
+// call timeout and is counted lost; the other calls go on and succeed.
+func TestLoadCountsHungCallsLost(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID int64 `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &m)
+		if m.ID == 3 { // never answered while the client waits
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"c%d"}]}}`, m.ID, m.ID)
+	}))
+	defer srv.Close()
+	tg := &target{name: "fake", ep: endpoint{addr: strings.TrimPrefix(srv.URL, "http://"), path: "/mcp"}, era: eraLegacy, measured: os.Getpid()}
+	s := &session{era: eraLegacy}
+	res := loadEach(tg, []*session{s}, 2, 8, time.Minute, 3*time.Second)
+	if res.lost != 1 || res.errors != 1 || res.calls != 7 {
+		t.Errorf("lost %d, errors %d, answered %d; want 1, 1, 7 (first error: %v)", res.lost, res.errors, res.calls, res.firstErr)
 	}
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -36,6 +37,7 @@ type target struct {
 type runResult struct {
 	calls    int // answered correctly
 	errors   int
+	lost     int // of the errors: calls unanswered after the call timeout (loadEach), hung
 	firstErr error
 	timedOut bool
 	elapsed  time.Duration
@@ -116,6 +118,16 @@ func closeSessions(t *target, sessions []*session, deadline time.Time) error {
 // load runs calls over the given sessions with conc workers and measures
 // latency, throughput and the CPU of the processes involved.
 func load(t *target, sessions []*session, conc, calls int, limit time.Duration) *runResult {
+	return loadEach(t, sessions, conc, calls, limit, 0)
+}
+
+// lostAfter is how long a call of the soak may go unanswered before it
+// counts as lost (hung), the load clients' usual timeout.
+const lostAfter = 30 * time.Second
+
+// loadEach is load with each call bounded by callTimeout (0: only by the
+// run's limit): a call unanswered by then fails, counted in lost.
+func loadEach(t *target, sessions []*session, conc, calls int, limit, callTimeout time.Duration) *runResult {
 	res := &runResult{}
 	if t.childServers {
 		t.servers = childrenOf(t.measured)
@@ -140,6 +152,7 @@ func load(t *target, sessions []*session, conc, calls int, limit time.Duration) 
 		errMu    sync.Mutex
 		lats     = make([][]time.Duration, conc)
 		errs     = make([]int, conc)
+		lost     = make([]int, conc)
 		wg       sync.WaitGroup
 	)
 	before, serversBefore, clientBefore := sumStats([]int{t.measured}), sumStats(t.servers), selfCPU()
@@ -169,11 +182,21 @@ func load(t *target, sessions []*session, conc, calls int, limit time.Duration) 
 				}
 				s := sessions[int(nextSes.Add(1)-1)%len(sessions)]
 				began := time.Now()
+				if callTimeout > 0 {
+					d := began.Add(callTimeout)
+					if end := deadline.Add(5 * time.Second); end.Before(d) {
+						d = end
+					}
+					_ = c.nc.SetDeadline(d)
+				}
 				err := callEcho(c, s, i, &buf)
 				took := time.Since(began)
 				lastDone.Store(time.Now().UnixNano())
 				if err != nil {
 					errs[w]++
+					if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && callTimeout > 0 {
+						lost[w]++
+					}
 					errMu.Lock()
 					if res.firstErr == nil {
 						res.firstErr = err
@@ -202,6 +225,7 @@ func load(t *target, sessions []*session, conc, calls int, limit time.Duration) 
 	for w := range conc {
 		res.lat = append(res.lat, lats[w]...)
 		res.errors += errs[w]
+		res.lost += lost[w]
 	}
 	slices.Sort(res.lat)
 	res.calls = len(res.lat)

@@ -28,12 +28,18 @@ type session struct {
 // openSession starts a session: initialize and notifications/initialized in
 // the legacy era, nothing on the wire in the 2026-07-28 era.
 func openSession(c *httpConn, era string) (*session, error) {
+	return openSessionAs(c, era, "mcp-gateway-bench")
+}
+
+// openSessionAs is openSession for the client named client (its
+// clientInfo.name: the gateway's tenant in serve mode).
+func openSessionAs(c *httpConn, era, client string) (*session, error) {
 	if era == eraModern {
 		h := "Mcp-Protocol-Version: " + eraModern + "\r\n"
 		return &session{era: era, headers: h, callHeaders: h + "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"}, nil
 	}
-	const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + eraLegacy +
-		`","capabilities":{},"clientInfo":{"name":"mcp-gateway-bench","version":"1"}}}`
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + eraLegacy +
+		`","capabilities":{},"clientInfo":{"name":` + strconv.Quote(client) + `,"version":"1"}}}`
 	r, err := c.do("POST", "", []byte(initialize))
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)

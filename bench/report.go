@@ -281,28 +281,29 @@ func (r *report) writeGoals(b *strings.Builder) {
 					cpuRatio = float64(s.measured) / float64(d.measured)
 				}
 				rows = append(rows,
-					row{fmt.Sprintf("%s%s: calls/s at 16 concurrent ≥ 1.15× direct's", t.name, era),
+					row{fmt.Sprintf("%s%s: calls/s at 16 concurrent ≥ 1.25× direct's", t.name, era),
 						fmt.Sprintf("%.0f vs %.0f calls/s (%.2f×)", s.perSecond, d.perSecond, s.ratePerDirect),
-						yes(s.ratePerDirect >= 1.15)},
+						yes(s.ratePerDirect >= 1.25)},
 					row{fmt.Sprintf("%s%s: gateway CPU per call at 16 concurrent ≤ 0.25× the direct server's", t.name, era),
 						fmt.Sprintf("%s vs %s µs (%.2f×)", us(s.measured), us(d.measured), cpuRatio), yes(d.measured > 0 && cpuRatio <= 0.25)})
 			}
 			if s, ok := r.lookup(t, direct, cell{1, sessions}); ok {
 				d := cellStats(direct.runs[cell{1, sessions}], nil)
-				rows = append(rows, row{fmt.Sprintf("%s%s: p50 at 1 client ≤ 1.3× direct", t.name, era),
-					fmt.Sprintf("%s vs %s ms (%.2f×)", msf(s.p50), msf(d.p50), s.p50PerDirect), yes(s.p50PerDirect <= 1.3)})
+				rows = append(rows, row{fmt.Sprintf("%s%s: p50 at 1 client ≤ 1.15× direct", t.name, era),
+					fmt.Sprintf("%s vs %s ms (%.2f×)", msf(s.p50), msf(d.p50), s.p50PerDirect), yes(s.p50PerDirect <= 1.15)})
 			}
 			if t.name == targetGatewayIO && e.era == eraLegacy {
 				if t.lastRSS > 0 {
-					rows = append(rows, row{"RSS after load ≤ 20 MiB with one server", mib(t.lastRSS), yes(t.lastRSS <= 20<<20)})
+					rows = append(rows, row{"RSS after load ≤ 15 MiB with one server (default flags: metrics on, tracing off)", mib(t.lastRSS), yes(t.lastRSS <= 15<<20)})
 				}
 			}
 		}
 	}
 	if x := r.isolation; x != nil {
-		m, ok := x.goal()
-		rows = append(rows, row{x.target + ": isolation: p99 with a client that never reads ≤ 1.5× without, 0 errors", m, yes(ok)})
-		m, ok = x.floorGoal()
+		// The goal is judged against the same burst read by its client (the
+		// floor the shared server and cores set); the ratio to no burst at
+		// all is in the isolation table.
+		m, ok := x.floorGoal()
 		rows = append(rows, row{x.target + ": isolation: p99 with a client that never reads ≤ 1.5× with one that reads the same burst, 0 errors", m, yes(ok)})
 	}
 	for _, s := range r.sessions {
@@ -324,7 +325,16 @@ func (r *report) writeGoals(b *strings.Builder) {
 		if s.heapBaseline >= 0 {
 			m += fmt.Sprintf(", live heap %s → %s", mib(s.heapBaseline), mib(s.heapAfter))
 		}
-		rows = append(rows, row{fmt.Sprintf("%s: back to baseline after %d calls and %d sessions", s.target, s.calls, s.sessions), m, yes(s.back)})
+		rows = append(rows, row{fmt.Sprintf("%s: back to baseline after %d calls and %d sessions", s.target, s.calls, s.sessions), m, yes(s.back)},
+			row{fmt.Sprintf("%s: no call lost in the soak (unanswered after %s)", s.target, lostAfter), fmt.Sprintf("%d lost, %d errors", s.lost, s.errors), yes(s.lost == 0 && s.errors == 0)})
+	}
+	if t := r.telemetry; t != nil {
+		if m, ok := t.metricsCost(); m != "" {
+			rows = append(rows, row{"telemetry: gateway CPU per call with metrics on ≤ 1.05× off", m, yes(ok)})
+		}
+		if m, ok := t.tracedCost(); m != "" {
+			rows = append(rows, row{fmt.Sprintf("telemetry: added CPU per traced call ≤ %.1f× the OpenTelemetry SDK's own for the same two spans", tracedGoal), m, yes(ok)})
+		}
 	}
 	for _, s := range r.startup {
 		limit := map[int]time.Duration{1: 15 * time.Millisecond, 8: 30 * time.Millisecond}[s.servers]
@@ -454,13 +464,13 @@ func (r *report) writeSoak(b *strings.Builder) {
 
 func writeSoak(b *strings.Builder, s *soakResult) {
 	fmt.Fprintf(b, "### Soak, %s: %d calls at %d concurrent, %d sessions opened and closed\n\n", s.target, s.calls, s.conc, s.sessions)
-	fmt.Fprintf(b, "Ten segments, each over its own new sessions and connections, closed after it; %s in all, %d errors. "+
+	fmt.Fprintf(b, "Ten segments, each over its own new sessions and connections, closed after it; %s in all, %d errors, %d calls lost (each call is given %s: one unanswered by then, hung, is lost). "+
 		"The baseline is taken after a warm-up at the same concurrency (Go keeps the threads it creates). "+
 		"Afterwards a trickle of calls (100 every 250 ms) lets GCs run until the figures are back or 10 s pass: %s. "+
 		"Back means: RSS and live heap within 10%% + 1 MiB of the baseline; open files and goroutines no more than the baseline's "+
 		"plus %d and %d, the idle connections (and, where net/http keeps them, two goroutines each) an HTTP client may keep from a peak of %d calls in flight; "+
 		"a leak grows with the sessions and calls.\n\n",
-		s.took.Round(time.Millisecond), s.errors, map[bool]string{true: fmt.Sprintf("back after %s", s.settled.Round(time.Millisecond)), false: "**not back**"}[s.back],
+		s.took.Round(time.Millisecond), s.errors, s.lost, lostAfter, map[bool]string{true: fmt.Sprintf("back after %s", s.settled.Round(time.Millisecond)), false: "**not back**"}[s.back],
 		s.conc, 2*s.conc, s.conc)
 	if s.gorBaseline < 0 {
 		b.WriteString("The gateway exposes no goroutine count: open files (/proc/<pid>/fd: a leaked connection or pipe shows there) " +

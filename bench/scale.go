@@ -246,7 +246,9 @@ func holdSessions(t *target, n int) (*sessionResult, error) {
 			defer c.Close()
 			var buf []byte
 			for i := w; i < n; i += workers {
-				s, err := openSession(c, t.era)
+				// 50 sessions a client: the gateway holds at most 100 of one
+				// client identity (--max-sessions-per-tenant).
+				s, err := openSessionAs(c, t.era, fmt.Sprintf("mcp-gateway-bench-%d", i/50))
 				if err != nil {
 					errs[w] = err
 					return
@@ -325,6 +327,7 @@ func pprofFigures(ep endpoint) (heap int64, goroutines int) {
 type soakResult struct {
 	target                  string
 	calls, sessions, errors int
+	lost                    int // of the errors: calls unanswered after lostAfter (hung)
 	firstErr                error
 	took                    time.Duration
 	conc                    int
@@ -402,10 +405,11 @@ func (b *bench) soakOn(t *target, calls, sessions int) {
 		if seg < calls%segments {
 			segCalls++
 		}
-		res := load(t, ss, soakConc, segCalls, limit)
+		res := loadEach(t, ss, soakConc, segCalls, limit, lostAfter)
 		r.calls += res.calls
 		r.sessions += len(ss)
 		r.errors += res.errors
+		r.lost += res.lost
 		if r.firstErr == nil {
 			r.firstErr = res.firstErr
 		}
@@ -416,12 +420,12 @@ func (b *bench) soakOn(t *target, calls, sessions int) {
 		st, _ := readStat(t.measured)
 		r.peak.rss = max(r.peak.rss, st.rss)
 		r.peak.threads = max(r.peak.threads, st.threads)
-		progress("soak segment %d/%d: %d calls, %d sessions, %.0f calls/s, RSS %s, threads %d, errors %d",
-			seg+1, segments, res.calls, len(ss), res.perSecond(), mib(st.rss), st.threads, res.errors)
+		progress("soak segment %d/%d: %d calls, %d sessions, %.0f calls/s, RSS %s, threads %d, errors %d (lost %d)",
+			seg+1, segments, res.calls, len(ss), res.perSecond(), mib(st.rss), st.threads, res.errors, res.lost)
 	}
 	r.took = time.Since(began)
 	if r.errors > 0 {
-		b.fail("soak, %s: %d of %d calls failed; first: %v", t.name, r.errors, r.errors+r.calls, r.firstErr)
+		b.fail("soak, %s: %d of %d calls failed (%d lost: unanswered after %s); first: %v", t.name, r.errors, r.errors+r.calls, r.lost, lostAfter, r.firstErr)
 	}
 
 	// Settle: the Go runtime returns freed memory to the system in the

@@ -7,14 +7,20 @@ package main
 // traces exported over OTLP/HTTP (sampling every call) to a receiver this
 // process runs, in the gateway's export batches and, a fourth way, in the
 // SDK's default batch of 512 spans. The figure is the gateway process's
-// own CPU per call.
+// own CPU per call. Tracing's cost is judged against the OpenTelemetry
+// SDK's own (./bench/otelsdk, run in each round beside the gateways): the
+// SDK alone starting and ending the gateway's two spans of a call and
+// exporting them, with its own OTLP/HTTP exporter, to the same receiver.
 
 import (
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -35,6 +41,36 @@ type telemetryResult struct {
 	cpu      map[string][]time.Duration
 	spans    int64 // bytes of OTLP exports received
 	calls    int
+	sdk      []time.Duration // the SDK alone: its CPU per call of each round
+}
+
+// sdkVariant names the SDK-alone baseline in the report.
+const sdkVariant = "OpenTelemetry SDK alone: the two spans of a call, exported"
+
+// tracedGoal bounds tracing's added cost per call (metrics + traces −
+// metrics) ÷ the SDK's alone.
+const tracedGoal = 1.1
+
+// runSDK runs the SDK-alone baseline once and returns its CPU per call.
+func runSDK(bin, endpoint string, calls int) (time.Duration, error) {
+	cmd := exec.Command(bin, "-calls", strconv.Itoa(calls), "-conc", "16")
+	cmd.Env = append(cmd.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
+	timer := time.AfterFunc(2*time.Minute, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", bin, err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 || f[0] != "cpu_us_per_call" {
+		return 0, fmt.Errorf("%s: unexpected output %q", bin, out)
+	}
+	v, err := strconv.ParseFloat(f[1], 64)
+	return time.Duration(v * float64(time.Microsecond)), err
 }
 
 func (b *bench) telemetryCost() {
@@ -57,12 +93,22 @@ func (b *bench) telemetryCost() {
 	variants := []telemetryVariant{
 		{name: "off", args: []string{"--metrics=false"}},
 		{name: "metrics", goal: 1.05},
-		{name: "metrics + traces", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_TRACES_SAMPLER=always_on"}, goal: 1.15},
+		{name: "metrics + traces", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_TRACES_SAMPLER=always_on"}},
 		// The SDK's own batch, against the gateway's smaller default (telemetry.DefaultExportBatch).
 		{name: "traces, batch 512", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_TRACES_SAMPLER=always_on",
 			"OTEL_BSP_MAX_EXPORT_BATCH_SIZE=512"}},
 	}
 	res := &telemetryResult{variants: variants, cpu: map[string][]time.Duration{}, calls: b.opts.calls}
+	root, err := moduleRoot()
+	if err != nil {
+		b.fail("telemetry: %v", err)
+		return
+	}
+	sdkBin := filepath.Join(b.dir, "otelsdk")
+	if err := goBuild(root, sdkBin, "./bench/otelsdk"); err != nil {
+		b.fail("telemetry: building the SDK baseline: %v", err)
+		return
+	}
 	type running struct {
 		v        telemetryVariant
 		t        *target
@@ -106,6 +152,13 @@ func (b *bench) telemetryCost() {
 			res.cpu[r.v.name] = append(res.cpu[r.v.name], cpu)
 			progress("round %d/%d  %-20s gateway CPU per call %s µs  %7.0f calls/s", round+1, b.opts.rounds, r.v.name, us(cpu), run.perSecond())
 		}
+		cpu, err := runSDK(sdkBin, "http://"+ln.Addr().String(), b.opts.calls)
+		if err != nil {
+			b.fail("telemetry (%s): %v", sdkVariant, err)
+			return
+		}
+		res.sdk = append(res.sdk, cpu)
+		progress("round %d/%d  %-20s CPU per call %.1f µs", round+1, b.opts.rounds, "SDK alone", float64(cpu)/float64(time.Microsecond))
 	}
 	// The variants did what they say: metrics served or not, spans exported.
 	for _, r := range targets {
@@ -182,6 +235,49 @@ func (r *report) writeTelemetry(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", v.name, us(medianDuration(cpus)), ratio, goal)
 	}
 	b.WriteString("\n")
+	if m, ok := t.tracedCost(); m != "" {
+		fmt.Fprintf(b, "Tracing judged against the SDK's own cost (%s, its CPU per call in a process of its own, "+
+			"in each round): the gateway's added CPU per traced call (metrics + traces − metrics) ÷ the SDK's, median over rounds: %s (goal ≤ %.1f: %s).\n\n",
+			sdkVariant, m, tracedGoal, map[bool]string{true: "met", false: "**not met**"}[ok])
+	}
+}
+
+// tracedCost is tracing's added cost per call ÷ the SDK's alone, median of
+// the rounds' ratios, with the figures it comes from.
+func (t *telemetryResult) tracedCost() (measured string, met bool) {
+	on, off := t.cpu["metrics + traces"], t.cpu["metrics"]
+	if len(t.sdk) == 0 || len(on) != len(t.sdk) || len(off) != len(t.sdk) {
+		return "", false
+	}
+	var rs []float64
+	var added []time.Duration
+	for i := range t.sdk {
+		if t.sdk[i] > 0 {
+			rs = append(rs, float64(on[i]-off[i])/float64(t.sdk[i]))
+			added = append(added, on[i]-off[i])
+		}
+	}
+	if len(rs) == 0 {
+		return "", false
+	}
+	r := medianFloat(rs)
+	return fmt.Sprintf("%.1f µs vs the SDK's %.1f µs (%.2f×)", float64(medianDuration(added))/1e3, float64(medianDuration(t.sdk))/1e3, r), r <= tracedGoal
+}
+
+// metricsCost is metrics on ÷ off, median of the rounds' ratios.
+func (t *telemetryResult) metricsCost() (measured string, met bool) {
+	on, off := t.cpu["metrics"], t.cpu["off"]
+	if len(on) == 0 || len(on) != len(off) {
+		return "", false
+	}
+	var rs []float64
+	for i := range on {
+		if off[i] > 0 {
+			rs = append(rs, float64(on[i])/float64(off[i]))
+		}
+	}
+	r := medianFloat(rs)
+	return fmt.Sprintf("%s vs %s µs (%.3f×)", us(medianDuration(on)), us(medianDuration(off)), r), r <= 1.05
 }
 
 func medianDuration(ds []time.Duration) time.Duration {

@@ -61,6 +61,10 @@ type Record struct {
 	Outcome    string `json:"outcome,omitempty"`
 	ErrorClass string `json:"errorClass,omitempty"`
 	Detail     string `json:"detail,omitempty"`
+	// Run links a call to the built-in tool call that made it (a code-mode
+	// run, mcp-exec): that call's record and each of its inner calls'
+	// carry the same id.
+	Run string `json:"run,omitempty"`
 }
 
 // Options configure a Log.

@@ -139,6 +139,7 @@ type gatewayFlags struct {
 	tasks              taskFlags
 	governance         governanceFlags
 	quota              quotaFlags
+	codeMode           codeModeFlags
 }
 
 func (g *gatewayFlags) register(fs *flag.FlagSet) {
@@ -163,6 +164,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	g.governance.register(fs)
 	g.telemetry.register(fs)
 	g.quota.register(fs, "the gateway")
+	g.codeMode.register(fs, false)
 }
 
 // registerHTTP registers the flags of the HTTP front (see httpFlags).
@@ -207,6 +209,7 @@ func (g *gatewayFlags) args() []string {
 	a = append(a, g.governance.args()...)
 	a = append(a, g.telemetry.args()...)
 	a = append(a, g.quota.args()...)
+	a = append(a, g.codeMode.args()...)
 	if g.noAuth {
 		a = append(a, "--insecure-no-auth")
 	}

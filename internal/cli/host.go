@@ -62,6 +62,7 @@ type hostFlags struct {
 	governance                    governanceFlags
 	telemetry                     telemetryFlags
 	quota                         quotaFlags
+	codeMode                      codeModeFlags
 }
 
 func (f *hostFlags) register(fs *flag.FlagSet) {
@@ -83,6 +84,7 @@ func (f *hostFlags) register(fs *flag.FlagSet) {
 	f.governance.registerHost(fs)
 	f.telemetry.registerHost(fs)
 	f.quota.registerHost(fs)
+	f.codeMode.register(fs, true)
 }
 
 func runHost(args []string, stdout, stderr io.Writer) int {
@@ -150,6 +152,9 @@ func newHostDaemon(f *hostFlags, logW, stderr io.Writer) (*hostDaemon, error) {
 	governance.MaxPendingApprovals = f.quota.maxPendingApprovals
 	limits, err := f.quota.limits()
 	if err != nil {
+		return nil, err
+	}
+	if err := f.codeMode.check(); err != nil {
 		return nil, err
 	}
 	return &hostDaemon{flags: f, logger: logger, logOut: logOut, stderr: stderr, prefix: prefix, governance: governance, limits: limits}, nil
@@ -245,6 +250,7 @@ func (d *hostDaemon) options(store *registry.Store, url string, tel *telemetry.T
 		Governance:   d.governance,
 		Telemetry:    tel,
 		Limits:       d.limits,
+		CodeMode:     f.codeMode.options(d.logger, nil),
 	}
 }
 

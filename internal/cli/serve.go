@@ -379,6 +379,12 @@ func serve(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, ln ne
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
 	countDecisions(gw, tel)
+	if err := g.codeMode.check(); err != nil {
+		return &configError{err}
+	}
+	if err := installCodeMode(&g.codeMode, router, logger, tel); err != nil {
+		return err
+	}
 	err = startServers(ctx, g, router, fromLauncher)
 	if ctx.Err() != nil {
 		return errInterrupted // a server's error is only the signal's doing

@@ -90,6 +90,14 @@ func serveStdio(ctx context.Context, g *gatewayFlags, specs []mcpconfig.Server, 
 	defer stopTelemetry()
 	gw.Observer = tel.Observer()
 	countDecisions(gw, tel)
+	if err := g.codeMode.check(); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitUsage
+	}
+	if err := installCodeMode(&g.codeMode, gw.Router, logger, tel); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: %v\n", err)
+		return exitError
+	}
 	if tel.Metrics != nil {
 		tel.Metrics.WatchServers(gw.Router.Status) // served by --metrics-listen only
 		tel.Metrics.WatchQuotas(gw.QuotaStatus)

@@ -108,6 +108,17 @@ func (h *Handler) validateStateless(r *http.Request, gw *gateway.Gateway, m *wir
 		bodyName, _ = wire.GetString(m.Params, "name")
 	case "resources/read":
 		bodyName, _ = wire.GetString(m.Params, "uri")
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The tasks extension (SEP-2663) names the task in Mcp-Name; a
+		// value that differs from params.taskId is refused, a missing one
+		// tolerated (clients written before the extension routed by it).
+		id, _ := wire.GetString(m.Params, "taskId")
+		if got := r.Header.Get(headerName); got != "" {
+			if name, err := decodeHeaderValue(got); err != nil || name != id {
+				return wire.Errorf(codeHeaderMismatch, "Header mismatch: %s header value '%s' does not match body value '%s' (params.taskId)", headerName, got, id)
+			}
+		}
+		return nil
 	default:
 		return nil
 	}

@@ -22,6 +22,12 @@ var resultEnd = []byte("}")
 // copied once more and the buffer, grown, kept in the pool.
 const bigResult = 64 << 10
 
+// autoLengthBytes is what net/http buffers of a response before it must
+// choose between a Content-Length and chunked encoding: for a body this
+// size or less, written by a handler that returns, net/http sets the
+// Content-Length itself, without allocating.
+const autoLengthBytes = 2048
+
 // writeReply writes a plain JSON response.
 func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gateway.Reply) {
 	if status == 0 {
@@ -45,7 +51,14 @@ func writeReply(w http.ResponseWriter, status int, id json.RawMessage, reply gat
 	} else {
 		b = wire.AppendResult(b, id, reply.Result)
 	}
-	w.Header()["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON // shared, never modified: no allocation per reply
+	if len(b) > autoLengthBytes {
+		// Beyond net/http's own buffer it would send the body chunked and
+		// write its last chunk apart: with the length given, a body larger
+		// than the connection's buffer costs one write less.
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	*bp = b

@@ -39,7 +39,12 @@ type appRef struct {
 type appURIs struct {
 	byExposed map[string]appRef // every exposed ui:// URI → its server and original URI
 	renamed   map[appRef]string // the URIs exposed under another name → that name
-	warnings  []string
+	// The same for ui:// resource templates (uriTemplate strings), built
+	// by addTemplates: a renamed template exposes every URI it matches as
+	// ui://<server>.<rest>.
+	tmplByExposed map[string]appRef
+	tmplRenamed   map[appRef]string
+	warnings      []string
 }
 
 // isUIURI reports whether uri is of the ui:// scheme (schemes are case-insensitive).
@@ -131,12 +136,110 @@ func buildAppURIs(servers []*server, lists [][]string) *appURIs {
 	return t
 }
 
+// uiTemplatesOf lists a server's ui:// resource templates.
+func uiTemplatesOf(templates []json.RawMessage) []string {
+	var out []string
+	for _, d := range templates {
+		if tmpl, _ := wire.GetString(d, "uriTemplate"); isUIURI(tmpl) && !slices.Contains(out, tmpl) {
+			out = append(out, tmpl)
+		}
+	}
+	return out
+}
+
+// addTemplates decides the exposed ui:// resource templates as
+// buildAppURIs does URIs: the first server with a template keeps it, a
+// later one's is namespaced (ui://<server>.<rest>), hidden with a warning
+// when that too is taken.
+func (t *appURIs) addTemplates(servers []*server, lists [][]string) {
+	t.tmplByExposed, t.tmplRenamed = map[string]appRef{}, map[appRef]string{}
+	native := map[string]bool{}
+	for _, tmpls := range lists {
+		for _, u := range tmpls {
+			native[u] = true
+		}
+	}
+	for i, s := range servers {
+		for _, u := range lists[i] {
+			ref := appRef{s, u}
+			owner, taken := t.tmplByExposed[u]
+			if !taken {
+				t.tmplByExposed[u] = ref
+				continue
+			}
+			if owner.server == s {
+				continue
+			}
+			alt := namespacedUIURI(s.name, u)
+			if _, used := t.tmplByExposed[alt]; used || native[alt] {
+				t.warnings = append(t.warnings, fmt.Sprintf("mcp server %q: ui:// resource template %q is hidden: server %q offers it too and came first, and %q is taken",
+					s.name, u, owner.server.name, alt))
+				continue
+			}
+			t.tmplByExposed[alt] = ref
+			t.tmplRenamed[ref] = alt
+		}
+	}
+}
+
 // sameAs reports whether t and o expose the same URIs the same way.
 func (t *appURIs) sameAs(o *appURIs) bool {
 	if o == nil {
-		return len(t.byExposed) == 0
+		return len(t.byExposed) == 0 && len(t.tmplByExposed) == 0
 	}
-	return maps.Equal(t.byExposed, o.byExposed)
+	return maps.Equal(t.byExposed, o.byExposed) && maps.Equal(t.tmplByExposed, o.tmplByExposed)
+}
+
+// exposedURI is the URI the gateway shows for a URI of server s: a
+// renamed URI's new name, or, for a URI one of its renamed templates
+// matches, the same URI namespaced (ui://<server>.<rest>). A resources/updated
+// notification and a result's links are rewritten with it.
+func (t *appURIs) exposedURI(s *server, uri string) string {
+	if alt := t.exposed(s, uri); alt != uri || !isUIURI(uri) {
+		return alt
+	}
+	if owner, ok := t.byExposed[uri]; ok && owner.server == s {
+		return uri // listed under its own name
+	}
+	for ref := range t.tmplRenamed {
+		if ref.server == s && parseURITemplate(ref.original).matches(uri) {
+			return namespacedUIURI(s.name, uri)
+		}
+	}
+	return uri
+}
+
+// target resolves a URI a client names (to read, subscribe to, complete)
+// to the server and the URI that server knows: a renamed ui:// URI, or a
+// URI a renamed ui:// template matches (ui://<server>.<rest> of a URI the
+// server's template matches). ok is false for any other URI.
+func (t *appURIs) target(uri string) (srv *server, original string, ok bool) {
+	if ref, found := t.byExposed[uri]; found {
+		return ref.server, ref.original, true
+	}
+	if !isUIURI(uri) {
+		return nil, "", false
+	}
+	for ref := range t.tmplRenamed {
+		p := "ui://" + serverPrefix(ref.server.name) + "."
+		if len(uri) > len(p) && strings.EqualFold(uri[:len(p)], p) {
+			orig := "ui://" + uri[len(p):]
+			if parseURITemplate(ref.original).matches(orig) {
+				return ref.server, orig, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// resourceTarget is the server of a URI and the URI it knows there: a
+// renamed ui:// URI (or a URI of a renamed ui:// template) as target says,
+// any other as resourceServer finds it. srv is nil when no server has it.
+func (r *Router) resourceTarget(uri string) (srv *server, original string) {
+	if srv, original, ok := r.appTable().target(uri); ok {
+		return srv, original
+	}
+	return r.resourceServer(uri), uri
 }
 
 // exposed is the URI the gateway shows for a server's URI.
@@ -147,9 +250,14 @@ func (t *appURIs) exposed(s *server, uri string) string {
 	return uri
 }
 
-// hasRenamed reports whether any URI of s is exposed under another name.
+// hasRenamed reports whether any URI or template of s is exposed under another name.
 func (t *appURIs) hasRenamed(s *server) bool {
 	for ref := range t.renamed {
+		if ref.server == s {
+			return true
+		}
+	}
+	for ref := range t.tmplRenamed {
 		if ref.server == s {
 			return true
 		}
@@ -160,7 +268,7 @@ func (t *appURIs) hasRenamed(s *server) bool {
 // rewriteItems rewrites one server's listing of a kind to the exposed
 // URIs: a resource's uri, a tool's _meta references.
 func (t *appURIs) rewriteItems(k *listKind, s *server, items []json.RawMessage) []json.RawMessage {
-	if len(t.renamed) == 0 || (k != kindTools && k != kindResources) || !t.hasRenamed(s) {
+	if (len(t.renamed) == 0 && len(t.tmplRenamed) == 0) || (k != kindTools && k != kindResources && k != kindTemplates) || !t.hasRenamed(s) {
 		return items
 	}
 	out := make([]json.RawMessage, len(items))
@@ -171,6 +279,14 @@ func (t *appURIs) rewriteItems(k *listKind, s *server, items []json.RawMessage) 
 			if uri, ok := wire.GetString(def, "uri"); ok {
 				if alt := t.exposed(s, uri); alt != uri {
 					if b, err := wire.SetString(def, "uri", alt); err == nil {
+						out[i] = b
+					}
+				}
+			}
+		case kindTemplates:
+			if tmpl, ok := wire.GetString(def, "uriTemplate"); ok {
+				if alt, renamed := t.tmplRenamed[appRef{s, tmpl}]; renamed {
+					if b, err := wire.SetString(def, "uriTemplate", alt); err == nil {
 						out[i] = b
 					}
 				}
@@ -186,8 +302,12 @@ func (t *appURIs) rewriteItems(k *listKind, s *server, items []json.RawMessage) 
 // listings name, as their original, the URI their server knows: what
 // policy and audit decide on.
 func (t *appURIs) restoreOriginals(v *view) {
+	table := t.byExposed
+	if v.kind == kindTemplates {
+		table = t.tmplByExposed
+	}
 	for _, it := range v.items {
-		if ref, ok := t.byExposed[it.original]; ok && ref.server == it.server {
+		if ref, ok := table[it.original]; ok && ref.server == it.server {
 			it.original = ref.original
 		}
 	}
@@ -250,7 +370,7 @@ func (t *appURIs) rewriteResult(s *server, res json.RawMessage) json.RawMessage 
 		switch typ {
 		case "resource_link":
 			if uri, ok := wire.GetString(c, "uri"); ok {
-				if alt := t.exposed(s, uri); alt != uri {
+				if alt := t.exposedURI(s, uri); alt != uri {
 					if b, err := wire.SetString(c, "uri", alt); err == nil {
 						c, changed = b, true
 					}
@@ -259,7 +379,7 @@ func (t *appURIs) rewriteResult(s *server, res json.RawMessage) json.RawMessage 
 		case "resource":
 			r := wire.Get(c, "resource")
 			if uri, ok := wire.GetString(r, "uri"); ok {
-				if alt := t.exposed(s, uri); alt != uri {
+				if alt := t.exposedURI(s, uri); alt != uri {
 					if r2, err := wire.SetString(r, "uri", alt); err == nil {
 						if b, err := wire.Set(c, "resource", r2); err == nil {
 							c, changed = b, true
@@ -328,13 +448,15 @@ func (r *Router) appTable() *appURIs {
 // the tools and resources views must be built again.
 func (r *Router) refreshApps() (*appURIs, bool) {
 	servers := r.all()
-	lists := make([][]string, len(servers))
+	lists, tmpls := make([][]string, len(servers)), make([][]string, len(servers))
 	for i, s := range servers {
 		s.mu.Lock()
 		lists[i] = uiURIsOf(s.items[kindTools.index], s.items[kindResources.index])
+		tmpls[i] = uiTemplatesOf(s.items[kindTemplates.index])
 		s.mu.Unlock()
 	}
 	t := buildAppURIs(servers, lists)
+	t.addTemplates(servers, tmpls)
 	old := r.apps.Swap(t)
 	changed := !t.sameAs(old)
 	if changed {
@@ -416,12 +538,28 @@ func (r *Router) appResult(params json.RawMessage, reply Reply) Reply {
 // appCall answers a tools/call an app makes (_meta[MetaApp]): it names the
 // tool by its name on the app's server and goes to that server, decided by
 // the guard as any call of that tool is. A result's references to renamed
-// ui:// URIs are rewritten.
+// ui:// URIs are rewritten. A call without the member that unexposedTool
+// reports goes to the one server with the tool, or is refused.
 func (s *Session) appCall(ctx context.Context, m *wire.Message, stream Stream) Reply {
 	r := s.gw.Router
-	app, params, _, werr := appMeta(m.Params)
+	app, params, isApp, werr := appMeta(m.Params)
 	if werr != nil {
 		return errorReply(werr)
+	}
+	if !isApp { // unexposedTool: a name only servers' own tools have
+		name, _ := wire.GetString(params, "name")
+		it, werr := r.toolByOriginal(name)
+		if werr != nil {
+			return errorReply(werr)
+		}
+		if it == nil {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "Unknown tool: %s", name))
+		}
+		reply := s.guarded(ctx, m, stream, guardItem(kindTools, it), route{srv: it.server, params: params})
+		if reply.Result != nil {
+			reply.Result = r.appTable().rewriteResult(it.server, reply.Result)
+		}
+		return reply
 	}
 	srv, werr := r.appServer(m.Method, app)
 	if werr != nil {
@@ -466,12 +604,10 @@ func (s *Session) readResource(ctx context.Context, m *wire.Message, stream Stre
 		if srv, werr = r.appServer(m.Method, app); werr != nil {
 			return errorReply(werr)
 		}
-		if ref, ok := tab.byExposed[uri]; ok && ref.server == srv {
-			original = ref.original
+		if ts, orig, ok := tab.target(uri); ok && ts == srv {
+			original = orig
 		}
-	} else if ref, ok := tab.byExposed[uri]; ok {
-		srv, original = ref.server, ref.original
-	} else if srv = r.resourceServer(uri); srv == nil {
+	} else if srv, original = r.resourceTarget(uri); srv == nil {
 		return errorReply(s.resourceNotFound(uri))
 	}
 	if original != uri {
@@ -504,6 +640,11 @@ func appendMissing(ks []*listKind, add ...*listKind) []*listKind {
 func (g *Gateway) CallParamHeaders(params json.RawMessage) []ParamHeader {
 	name, _ := wire.GetString(params, "name")
 	if !isAppCall(params) {
+		if g.Router.view(kindTools).byKey[name] == nil { // see unexposedTool
+			if it, _ := g.Router.toolByOriginal(name); it != nil {
+				return it.paramHeaders()
+			}
+		}
 		return g.ParamHeaders(name)
 	}
 	app, _, _, werr := appMeta(params)
@@ -518,4 +659,75 @@ func (g *Gateway) CallParamHeaders(params json.RawMessage) []ParamHeader {
 		return it.paramHeaders()
 	}
 	return nil
+}
+
+// completeRefURI is a completion/complete's params with ref.uri the URI
+// (or template) its server knows.
+func completeRefURI(params, ref json.RawMessage, asked, original string) (json.RawMessage, *wire.Error) {
+	if original == asked {
+		return params, nil
+	}
+	newRef, err := wire.SetString(ref, "uri", original)
+	if err == nil {
+		params, err = wire.Set(params, "ref", newRef)
+	}
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "completion/complete params: %v", err)
+	}
+	return params, nil
+}
+
+// unexposedTool reports whether a tools/call names a tool by a name the
+// gateway does not expose but some server's tool has as its own: an app's
+// call forwarded without _meta[MetaApp] (through a gateway that prefixes
+// that tool). appCall routes it when exactly one server has the tool, and
+// refuses it, naming them, when several do: the gateway never guesses.
+func (r *Router) unexposedTool(params json.RawMessage) bool {
+	name, _ := wire.GetString(params, "name")
+	v := r.view(kindTools)
+	if v.byKey[name] != nil {
+		return false
+	}
+	for _, it := range v.items {
+		if it.server.builtin == nil && it.original == name {
+			return true
+		}
+	}
+	return false
+}
+
+// toolByOriginal finds the one server's tool known there as name; nil when
+// none is, an error when several servers have one (the exposed names are
+// given, and the member an app's call should carry).
+func (r *Router) toolByOriginal(name string) (*item, *wire.Error) {
+	var found []*item
+	for _, it := range r.view(kindTools).items {
+		if it.server.builtin == nil && it.original == name {
+			found = append(found, it)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	var who []string
+	for _, it := range found {
+		n, _ := wire.GetString(it.def, "name")
+		who = append(who, fmt.Sprintf("%q as %q", it.server.name, n))
+	}
+	return nil, wire.Errorf(wire.CodeInvalidParams, "Unknown tool: %s: several mcp servers offer a tool of that name (%s), so the gateway cannot tell which is meant: call it by its exposed name, or, for a call an MCP App makes, add params._meta[%q] with the app's ui:// URI",
+		name, strings.Join(who, ", "), MetaApp)
+}
+
+// callResult rewrites the references to renamed ui:// URIs in the result
+// of a tools/call server s answered; any other reply passes unchanged. A
+// 2026-07-28 call resumed after waiting for its client's input
+// (input.go) gets its final result through it.
+func (r *Router) callResult(method string, s *server, reply Reply) Reply {
+	if method == "tools/call" && reply.Result != nil && s != nil {
+		reply.Result = r.appTable().rewriteResult(s, reply.Result)
+	}
+	return reply
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -22,6 +24,13 @@ type Builtin struct {
 	// Call runs it and returns a CallToolResult. An error becomes a tool
 	// error result (isError) carrying its message.
 	Call func(ctx context.Context, c *BuiltinCall) (json.RawMessage, error)
+	// Generated marks a tool added while the gateway runs (SetBuiltin,
+	// a code-mode tool): SetBuiltins keeps it.
+	Generated bool
+	// Observed: a call of it passes the Observer like a forwarded call
+	// (metrics, a span), so the calls it makes (CallInner) are counted and
+	// traced under it.
+	Observed bool
 }
 
 // BuiltinCall is one call of a built-in tool.
@@ -33,9 +42,14 @@ type BuiltinCall struct {
 	// inputResponses there.
 	Params json.RawMessage
 
+	// Name is the tool's name.
+	Name string
+
 	sess   *Session
 	stream Stream
 	id     json.RawMessage
+	run    string // the call's run id: the calls it makes are linked to it (RunOf)
+	inner  atomic.Uint64
 }
 
 // Ask sends a request (elicitation/create, ...) to the calling client and
@@ -67,7 +81,7 @@ func (c *BuiltinCall) CanRequireInput(method string, params json.RawMessage) boo
 // its requests for input, its server sessions. It returns the tool's
 // CallToolResult, or an error for a JSON-RPC error.
 func (c *BuiltinCall) CallTool(ctx context.Context, name string, arguments json.RawMessage) (json.RawMessage, error) {
-	if it := c.sess.gw.Router.view(kindTools).byKey[name]; it != nil && it.server.builtin != nil {
+	if it := c.sess.gw.Router.view(kindTools).byKey[name]; it != nil && it.server.builtin != nil && !it.server.builtin[it.original].Generated {
 		return nil, fmt.Errorf("%s is one of the gateway's own tools: call it directly", name)
 	}
 	if len(arguments) == 0 {
@@ -86,8 +100,22 @@ func (c *BuiltinCall) CallTool(ctx context.Context, name string, arguments json.
 }
 
 // SetBuiltins gives the router the gateway's own tools (replacing any
-// given before). Call it before Start.
+// given before, except the Generated ones, which stay).
 func (r *Router) SetBuiltins(tools []Builtin) error {
+	r.builtinMu.Lock()
+	defer r.builtinMu.Unlock()
+	if old := r.server(BuiltinServer); old != nil {
+		for _, name := range sortedBuiltins(old.builtin) {
+			if b := old.builtin[name]; b.Generated && !slices.ContainsFunc(tools, func(t Builtin) bool { n, _ := wire.GetString(t.Tool, "name"); return n == name }) {
+				tools = append(tools, b)
+			}
+		}
+	}
+	return r.setBuiltins(tools)
+}
+
+// setBuiltins makes tools the gateway's own; builtinMu is held.
+func (r *Router) setBuiltins(tools []Builtin) error {
 	byName := make(map[string]Builtin, len(tools))
 	defs := make([]json.RawMessage, len(tools))
 	for i, t := range tools {
@@ -98,15 +126,12 @@ func (r *Router) SetBuiltins(tools []Builtin) error {
 		byName[name] = t
 		defs[i] = t.Tool
 	}
-	if old := r.server(BuiltinServer); old != nil {
-		_ = r.Remove(BuiltinServer)
-	}
 	s := newServer(&builtinUpstream{defs: defs})
 	s.builtin = byName
 	s.state = "ready"
 	s.items[kindTools.index] = defs
 	s.listedGen.Store(1)
-	r.add(s)
+	r.replaceBuiltinServer(s)
 	r.rebuild(kindTools)
 	return nil
 }
@@ -121,11 +146,28 @@ func (s *Session) callBuiltin(ctx context.Context, m *wire.Message, stream Strea
 	if stream == nil {
 		stream = noStream{}
 	}
-	result, err := t.Call(ctx, &BuiltinCall{Arguments: args, Params: m.Params, sess: s, stream: stream, id: m.ID})
-	if err != nil {
-		return Reply{Result: toolError(err.Error())}
+	ctx, stop := s.trackBuiltin(ctx, m.ID)
+	defer stop()
+	bc := &BuiltinCall{Arguments: args, Params: m.Params, Name: it.original, sess: s, stream: stream, id: m.ID, run: RunOf(ctx)}
+	if bc.run == "" {
+		bc.run = s.gw.newID("run-")
 	}
-	return Reply{Result: result}
+	ctx = withRun(ctx, bc.run)
+	var end func(CallEnd)
+	if o := s.gw.Observer; o != nil && t.Observed {
+		ctx, end = o.StartCall(ctx, CallInfo{Server: BuiltinServer, Method: m.Method, Name: it.original, ProtocolVersion: s.protocolVersion, RequestBytes: len(m.Params)})
+	}
+	var reply Reply
+	result, err := t.Call(ctx, bc)
+	if err != nil {
+		reply = Reply{Result: toolError(err.Error())}
+	} else {
+		reply = Reply{Result: result}
+	}
+	if end != nil {
+		end(CallEnd{Reply: reply})
+	}
+	return reply
 }
 
 // Tools returns the exposed definitions of one server's tools.

@@ -57,7 +57,8 @@ func (s *Session) forwardOn(ctx context.Context, m *wire.Message, stream Stream,
 	if werr != nil {
 		return errorReply(werr)
 	}
-	tr, params, werr := g.requestTask(s, m.Method, params)
+	exposed, _ := wire.GetString(m.Params, "name")
+	tr, params, werr := g.requestTask(s, srv, exposed, m.Method, params)
 	if werr != nil {
 		return errorReply(werr)
 	}

@@ -49,7 +49,9 @@
 // upstream sessions), listen.go (subscriptions/listen), builtin.go (the
 // gateway's own tools), router.go, view.go and naming.go (the merged lists),
 // apps.go (ui:// URIs of MCP Apps, renamed where two servers collide),
-// clients.go (the clients' set and streams), gateway.go (the Gateway).
+// clients.go (the clients' set and streams), gateway.go (the Gateway),
+// tasks.go and tasks2026.go (tasks of the 2025-11-25 and 2026-07-28 eras,
+// bridged between them).
 //
 // The gateway speaks its own vocabulary: a server is anything with the
 // [Upstream] method set, its answers are [wire.Response] and the failures it

@@ -64,6 +64,10 @@ type GuardCall struct {
 	// of the item, so the client learns nothing it could not read, but
 	// nobody is asked: a decision needing approval refuses it.
 	Refers bool
+	// Run is the id of the built-in tool call (a code-mode run, mcp-exec)
+	// this call is, or was made by (an inner call); "" for neither. The
+	// audit record carries it, linking a run's inner calls to it.
+	Run string
 }
 
 // guardedView is a view filtered by the guard, for one base view and
@@ -229,13 +233,22 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 	if guard == nil {
 		return s.forward(ctx, m, stream, rt)
 	}
-	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Stateless: s.stateless}
+	c := &GuardCall{GuardItem: gi, Method: m.Method, ClientInfo: s.clientInfo, Stateless: s.stateless, Run: RunOf(ctx)}
 	if m.Method == "tools/call" || m.Method == "prompts/get" {
 		c.Arguments = wire.Get(m.Params, "arguments")
 	}
+	if gi.Kind == GuardBuiltin && c.Run == "" {
+		c.Run = s.gw.newID("run-")
+		ctx = withRun(ctx, c.Run)
+	}
 	s.gw.decideCandidates(c)
 	canElicit := s.lacks("elicitation/create", json.RawMessage(`{"mode":"form"}`)) == ""
-	if s.stateless && canElicit && mayAsk(guard) {
+	inner := isInner(ctx)
+	if s.stateless && inner {
+		// A run's inner call cannot end in an input-required result: it is
+		// asked the way the run's own call is, if it was (guardedStateless).
+		c.Elicit = outerAsk(ctx)
+	} else if s.stateless && canElicit && mayAsk(guard) {
 		return s.guardedStateless(ctx, m, stream, c, rt)
 	}
 	if !s.stateless && canElicit {
@@ -466,6 +479,7 @@ func (s *Session) guardedStateless(ctx context.Context, m *wire.Message, stream 
 		return resp.Result, nil
 	}
 	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
+	callCtx = context.WithValue(callCtx, outerAskKey{}, c.Elicit)
 	go func() {
 		defer cancel()
 		var reply Reply

@@ -43,7 +43,7 @@ func (s *Session) forward(ctx context.Context, m *wire.Message, stream Stream, r
 		return s.callBuiltin(ctx, m, stream, rt.builtin)
 	case !s.stateless:
 		return s.forwardObserved(ctx, m, stream, rt.srv, rt.params)
-	case !s.canBeAsked():
+	case !s.canBeAsked() || isInner(ctx):
 		return s.forwardStatelessDirect(ctx, m, stream, rt.srv, rt.params)
 	}
 	return s.forwardStateless(ctx, m, stream, rt.srv, rt.params)
@@ -135,7 +135,7 @@ func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream 
 	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo), sess: s}
 	go func() {
 		defer cancel()
-		reply := s.forwardObserved(callCtx, m, sw, srv, params)
+		reply := g.Router.callResult(m.Method, srv, s.forwardObserved(callCtx, m, sw, srv, params)) // apps.go: renamed ui:// URIs, also after a resume
 		g.endWait(w)
 		select { // nobody may be waiting any more: never block
 		case events <- callEvent{reply: reply}:

@@ -106,6 +106,12 @@ func (g *Gateway) serverNotification(srv *server, method string, params json.Raw
 		g.relist(srv, kindResources, kindTemplates)
 	case "notifications/resources/updated":
 		uri, _ := wire.GetString(params, "uri")
+		// A renamed ui:// URI's subscribers know it by its new name (apps.go).
+		if alt := g.Router.appTable().exposedURI(srv, uri); alt != uri {
+			if p, err := wire.SetString(params, "uri", alt); err == nil {
+				uri, params = alt, p
+			}
+		}
 		msg := wire.AppendNotification(nil, method, params)
 		for _, s := range g.subscribers(uri) {
 			s.send(msg)

@@ -31,6 +31,9 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 	if res, werr, handled := g.serverTaskRequest(ctx, srv, method, params); handled {
 		return res, werr
 	}
+	if tk := g.taskOfStateless(srv.up, params); tk != nil {
+		return g.parkTaskInput(ctx, tk, method, params) // tasks2026.go
+	}
 	params, taskSess := g.relatedTask(srv.up, params)
 	capability, known := clientCapabilityFor[method]
 	if !known {
@@ -70,6 +73,11 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 		sess.unasked.Store(true) // until its input-required result is out
 		c.parked.Add(1)          // waiting for the client: not "in flight" for routing
 		defer c.parked.Add(-1)
+		if wire.Get(params, "task") != nil {
+			// The 2026-07-28 era runs no client-side tasks: the client
+			// answers at once, which the server takes as the result.
+			params, _ = wire.Delete(params, "task")
+		}
 		return sess.askStateless(ctx, method, params)
 	}
 	var stream Stream

@@ -72,6 +72,7 @@ type Router struct {
 	// removed, so readers take it without a lock.
 	servers   atomic.Pointer[[]*server]
 	serversMu sync.Mutex // serializes changes of the set
+	builtinMu sync.Mutex // serializes changes of the built-in tools (builtin.go)
 	// clients is where the router's own changes reach the clients (set by
 	// New); nil: nobody is told. The router holds no pointer to the gateway.
 	clients clientSink
@@ -596,7 +597,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 	// A ui:// URI renamed or no longer renamed changes the tools naming it.
 	apps, appsChanged := r.refreshApps()
 	if appsChanged {
-		ks = appendMissing(ks, kindTools, kindResources)
+		ks = appendMissing(ks, kindTools, kindResources, kindTemplates)
 	}
 	for _, k := range ks {
 		servers := r.all()
@@ -612,7 +613,7 @@ func (r *Router) rebuild(ks ...*listKind) {
 			claims = r.claims[k.index]
 		}
 		v := buildView(lists, k, r.opts, claims)
-		if k == kindResources {
+		if k == kindResources || k == kindTemplates {
 			apps.restoreOriginals(v)
 		}
 		for _, w := range v.warnings {
@@ -656,7 +657,11 @@ func (r *Router) capabilities() map[string]any {
 			}
 			caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
 		}
-		mergeTasks(caps, init)
+		if isStateless(s.up) && offersTasks2(init) {
+			mergeTasks(caps, bridgedTasks)
+		} else {
+			mergeTasks(caps, init)
+		}
 		mergeExtensions(caps, init)
 	}
 	return caps

@@ -197,7 +197,7 @@ func (s *Session) Handle(ctx context.Context, m *wire.Message, stream Stream) Re
 		}
 		return Reply{Result: res}
 	case "tools/call":
-		if isAppCall(m.Params) { // apps.go: an app's calls go to its own server
+		if isAppCall(m.Params) || r.unexposedTool(m.Params) { // apps.go: an app's calls go to its own server
 			return s.appCall(ctx, m, stream)
 		}
 		return r.appResult(m.Params, s.callNamed(ctx, m, stream, kindTools, "Unknown tool: %s"))
@@ -289,12 +289,22 @@ func (s *Session) complete(ctx context.Context, m *wire.Message, stream Stream) 
 		return s.guardedCompletion(ctx, m, stream, guardItem(kindPrompts, it), route{srv: it.server, params: params})
 	case "ref/resource":
 		uri, _ := wire.GetString(ref, "uri")
-		// Decided like resources/read of the template (or resource).
+		// Decided like resources/read of the template (or resource). A
+		// renamed ui:// template or URI (apps.go) goes to its server under
+		// the one the server knows.
 		if it := r.view(kindTemplates).byKey[uri]; it != nil {
-			return s.guardedCompletion(ctx, m, stream, guardItem(kindTemplates, it), route{srv: it.server, params: m.Params})
+			params, werr := completeRefURI(m.Params, ref, uri, it.original)
+			if werr != nil {
+				return errorReply(werr)
+			}
+			return s.guardedCompletion(ctx, m, stream, guardItem(kindTemplates, it), route{srv: it.server, params: params})
 		}
-		if srv := r.resourceServer(uri); srv != nil {
-			return s.guardedCompletion(ctx, m, stream, r.resourceItem(srv, uri), route{srv: srv, params: m.Params})
+		if srv, original := r.resourceTarget(uri); srv != nil {
+			params, werr := completeRefURI(m.Params, ref, uri, original)
+			if werr != nil {
+				return errorReply(werr)
+			}
+			return s.guardedCompletion(ctx, m, stream, r.resourceItem(srv, original), route{srv: srv, params: params})
 		}
 		return errorReply(s.resourceNotFound(uri))
 	}

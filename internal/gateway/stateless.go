@@ -78,6 +78,8 @@ func (g *Gateway) handleStateless(ctx context.Context, m *wire.Message, stream S
 			return withCaching(g.resume(ctx, m, stream, strings.TrimPrefix(state, statePrefix)), 0)
 		}
 		return withCaching(s.Handle(ctx, m, stream), 0)
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
+		return s.handleTask26(ctx, m, stream)
 	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel", "initialize":
 		return errorReply(wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s is not part of %s", m.Method, StatelessVersion))
 	case "tools/call", "prompts/get", "completion/complete":
@@ -94,7 +96,19 @@ func (g *Gateway) handleStateless(ctx context.Context, m *wire.Message, stream S
 // discover answers server/discover.
 func (g *Gateway) discover() Reply {
 	caps := g.Router.capabilities()
-	delete(caps, "tasks") // session-era tasks; 2026-07-28 has them as an extension, not served yet
+	// The session era's tasks are the 2026-07-28 era's extension: the
+	// gateway bridges a session-era server's task-augmented tools/call.
+	if tasks, _ := caps["tasks"].(map[string]any); tasks["requests"] != nil {
+		exts, _ := caps["extensions"].(map[string]json.RawMessage)
+		if exts == nil {
+			exts = map[string]json.RawMessage{}
+			caps["extensions"] = exts
+		}
+		if _, ok := exts[TasksExtension]; !ok {
+			exts[TasksExtension] = json.RawMessage(`{}`)
+		}
+	}
+	delete(caps, "tasks")
 	res := map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": SupportedVersions,

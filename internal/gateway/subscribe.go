@@ -9,18 +9,26 @@ import (
 
 // subscribe subscribes a client to a resource; the server is asked only
 // for the first subscriber of a URI, as the client's call (m on stream,
-// when given), so what the server says meanwhile goes to that client.
+// when given), so what the server says meanwhile goes to that client. A
+// renamed ui:// URI (apps.go) is subscribed to at its server under the URI
+// the server knows; the client's subscription is kept under the URI it gave.
 func (g *Gateway) subscribe(ctx context.Context, s *Session, params json.RawMessage, m *wire.Message, stream Stream) Reply {
 	uri, _ := wire.GetString(params, "uri")
-	srv := g.Router.resourceServer(uri)
+	srv, original := g.Router.resourceTarget(uri)
 	if srv == nil {
 		return errorReply(s.resourceNotFound(uri))
+	}
+	if original != uri {
+		var err error
+		if params, err = wire.SetString(params, "uri", original); err != nil {
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "resources/subscribe params: %v", err))
+		}
 	}
 	if m == nil {
 		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-subscribe-") + `"`), Method: "resources/subscribe", Params: params}
 	}
 	// Decided like resources/read of the resource (see guardedRef).
-	return s.guardedRef(ctx, m, g.Router.resourceItem(srv, uri), nil, func() Reply {
+	return s.guardedRef(ctx, m, g.Router.resourceItem(srv, original), nil, func() Reply {
 		return g.subscribeAdmitted(ctx, s, srv, uri, params, m, stream)
 	})
 }
@@ -57,11 +65,11 @@ func (g *Gateway) unsubscribe(ctx context.Context, s *Session, uri string, m *wi
 	if !g.unsubscribeLocal(s, uri) {
 		return
 	}
-	srv := g.Router.resourceServer(uri)
+	srv, original := g.Router.resourceTarget(uri)
 	if srv == nil {
 		return
 	}
-	p := wire.AppendString([]byte(`{"uri":`), uri)
+	p := wire.AppendString([]byte(`{"uri":`), original)
 	p = append(p, '}')
 	if m == nil {
 		m = &wire.Message{ID: json.RawMessage(`"` + g.newID("gw-unsubscribe-") + `"`), Method: "resources/unsubscribe", Params: p}

@@ -77,8 +77,11 @@ type task struct {
 	expires  time.Time
 	state    json.RawMessage // the last Task object, as the client sees it
 	terminal bool
-	progress string // the gateway's progress token of the call that made it, if any
-	forget   func() // releases what the task holds beyond the table, if anything
+	progress string                // the gateway's progress token of the call that made it, if any
+	asking   map[string]bool       // a 2026-07-28 server's input requests the client is being asked (under t.mu)
+	inputs   map[string]*taskInput // a session-era server's requests for a 2026-07-28 creator's input, by key (under t.mu)
+	draining bool                  // a tasks/result runs to receive them (under t.mu)
+	forget   func()                // releases what the task holds beyond the table, if anything
 }
 
 // clientTask is one task a server had a client create.
@@ -126,8 +129,11 @@ func (g *Gateway) maxTaskTTL() time.Duration {
 }
 
 func (g *Gateway) taskOwner(s *Session) any {
-	if g.Tasks.PerGateway {
+	switch {
+	case g.Tasks.PerGateway:
 		return g
+	case s.stateless:
+		return taskCreator{clientKey(s.clientInfo)}
 	}
 	return s
 }
@@ -159,34 +165,55 @@ func (r *taskRequest) keepsProgress() bool { return r != nil && r.task != nil &&
 // it reserves a place among the client's tasks (forgetting its oldest
 // finished one at the limit) and cuts a requested ttl to the ceiling.
 // Neither is done for another request (nil taskRequest).
-func (g *Gateway) requestTask(s *Session, method string, params json.RawMessage) (*taskRequest, json.RawMessage, *wire.Error) {
-	if s.stateless || method != "tools/call" || !bytes.Contains(params, []byte(`"task"`)) {
+// A 2026-07-28 client's is prepared by requestTask26; exposed is the
+// tool's name as the client called it.
+func (g *Gateway) requestTask(s *Session, srv *server, exposed, method string, params json.RawMessage) (*taskRequest, json.RawMessage, *wire.Error) {
+	if method != "tools/call" {
+		return nil, params, nil
+	}
+	if s.stateless {
+		return g.requestTask26(s, srv, exposed, params)
+	}
+	if !bytes.Contains(params, []byte(`"task"`)) {
 		return nil, params, nil // the call path's common case, decided without a scan
 	}
 	augment := wire.Get(params, "task")
 	if augment == nil || string(augment) == "null" {
 		return nil, params, nil
 	}
-	owner := g.taskOwner(s)
-	t := &g.tasks
-	t.mu.Lock()
-	h := t.holding(owner)
-	t.prune(h, time.Now())
-	if len(h.tasks)+h.pending >= g.maxTasks() {
-		if !t.forgetOldestFinished(h) {
-			t.mu.Unlock()
-			return nil, nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: this client holds %d unfinished tasks, the gateway's limit (--max-tasks-per-client); wait for one to finish or cancel one (tasks/cancel) before starting another", len(h.tasks)+h.pending)
-		}
+	tr, werr := g.reserveTask(g.taskOwner(s))
+	if werr != nil {
+		return nil, nil, werr
 	}
-	h.pending++
-	t.mu.Unlock()
+	if isStateless(srv.up) && offersTasks2(srv.up.InitializeResult()) {
+		// A 2026-07-28 server decides itself, for a client of the extension.
+		params, _ = wire.Delete(params, "task")
+		return tr, s.withTasksDeclared(params), nil
+	}
 	ceiling := g.maxTaskTTL().Milliseconds()
 	if ttl, err := strconv.ParseInt(string(wire.Get(augment, "ttl")), 10, 64); err == nil && ttl > ceiling {
 		if augment, err = wire.Set(augment, "ttl", json.RawMessage(strconv.FormatInt(ceiling, 10))); err == nil {
 			params, _ = wire.Set(params, "task", augment)
 		}
 	}
-	return &taskRequest{g: g, owner: owner}, params, nil
+	return tr, params, nil
+}
+
+// reserveTask holds a place among the owner's tasks for a call that may
+// make one, forgetting its oldest finished task at the limit.
+func (g *Gateway) reserveTask(owner any) (*taskRequest, *wire.Error) {
+	t := &g.tasks
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.holding(owner)
+	t.prune(h, time.Now())
+	if len(h.tasks)+h.pending >= g.maxTasks() {
+		if !t.forgetOldestFinished(h) {
+			return nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: this client holds %d unfinished tasks, the gateway's limit (--max-tasks-per-client); wait for one to finish or cancel one (tasks/cancel) before starting another", len(h.tasks)+h.pending)
+		}
+	}
+	h.pending++
+	return &taskRequest{g: g, owner: owner}, nil
 }
 
 // release gives back the place of a call that made no task.
@@ -211,6 +238,9 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 	s, srv := c.sess, c.server
 	taskObj := wire.Get(result, "task")
 	upID, ok := wire.GetString(taskObj, "taskId")
+	if t, _ := wire.GetString(result, "resultType"); taskObj == nil && t == "task" {
+		upID, ok = wire.GetString(result, "taskId") // a 2026-07-28 server's, flat
+	}
 	if r == nil || !ok || upID == "" {
 		r.release()
 		return result
@@ -218,13 +248,31 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 	g := r.g
 	tk := &task{id: g.newID("gw-task-"), upID: upID, owner: r.owner, sess: s, srv: srv, up: up, gen: up.Generation()}
 	ttl := g.maxTaskTTL()
-	if ms, err := strconv.ParseInt(string(wire.Get(taskObj, "ttl")), 10, 64); err == nil && ms >= 0 {
+	granted := wire.Get(taskObj, "ttl")
+	if taskObj == nil {
+		granted = wire.Get(result, "ttlMs")
+	}
+	if ms, err := strconv.ParseInt(string(granted), 10, 64); err == nil && ms >= 0 {
 		ttl = min(ttl, time.Duration(ms)*time.Millisecond)
 	}
 	tk.expires = time.Now().Add(ttl)
 	result = g.clientView(tk, result)
-	tk.keep(wire.Get(result, "task"))
-	if c.gwToken != "" {
+	if s.stateless {
+		// Flat, in the 2026-07-28 names; kept as the server wrote it.
+		if taskObj == nil {
+			tk.keep(stateV2(result))
+		} else {
+			tk.keep(wire.Get(result, "task"))
+		}
+		result = createdV2(result)
+	} else {
+		if taskObj == nil { // a 2026-07-28 server's, for a session-era client
+			tk.keep(stateV2(result))
+			result = createdV1(result)
+		}
+		tk.keep(wire.Get(result, "task"))
+	}
+	if c.gwToken != "" && !s.stateless {
 		// Its progress now goes to the client's own stream, the call's
 		// having ended, until the task is forgotten.
 		tk.progress = c.gwToken
@@ -416,9 +464,11 @@ func (g *Gateway) clientView(tk *task, msg json.RawMessage) json.RawMessage {
 		if id, ok := wire.GetString(obj, "taskId"); ok && id == tk.upID {
 			obj, _ = wire.SetString(obj, "taskId", tk.id)
 		}
-		if ttl := wire.Get(obj, "ttl"); ttl != nil {
-			if ms, err := strconv.ParseInt(string(ttl), 10, 64); err != nil || ms > g.maxTaskTTL().Milliseconds() {
-				obj, _ = wire.Set(obj, "ttl", ceiling)
+		for _, key := range []string{"ttl", "ttlMs"} { // the 2025-11-25 name, the 2026-07-28 one
+			if ttl := wire.Get(obj, key); ttl != nil {
+				if ms, err := strconv.ParseInt(string(ttl), 10, 64); err != nil || ms > g.maxTaskTTL().Milliseconds() {
+					obj, _ = wire.Set(obj, key, ceiling)
+				}
 			}
 		}
 		return obj
@@ -470,6 +520,9 @@ func (s *Session) handleTask(ctx context.Context, m *wire.Message, stream Stream
 	if why := tk.lost(); why != "" {
 		return g.lostTask(tk, m.Method, why)
 	}
+	if isStateless(tk.up) {
+		return s.handleTaskOnModern(ctx, m, stream, tk)
+	}
 	params, err := wire.SetString(m.Params, "taskId", tk.upID)
 	if err != nil {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "%s params: %v", m.Method, err))
@@ -490,7 +543,7 @@ func (g *Gateway) lostTask(tk *task, method, why string) Reply {
 	case "tasks/get":
 		g.tasks.mu.Lock()
 		defer g.tasks.mu.Unlock()
-		return Reply{Result: tk.view()}
+		return Reply{Result: tk.viewV1()}
 	case "tasks/cancel":
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "Cannot cancel task in terminal status: failed (%s)", why))
 	}
@@ -550,14 +603,18 @@ func (s *Session) listTasks(ctx context.Context, m *wire.Message) Reply {
 		t.mu.Lock()
 		running := !tk.finished()
 		t.mu.Unlock()
-		if running {
+		if running && isStateless(tk.up) {
+			if r := s.getModern(ctx, m, nil, tk); r.Error == nil {
+				s.askInTheBackground(tk, r.Result)
+			}
+		} else if running {
 			params := wire.AppendString([]byte(`{"taskId":`), tk.upID)
 			params = append(params, '}')
 			get := &wire.Message{ID: m.ID, Method: "tasks/get", Params: params}
 			g.taskReply(tk, "tasks/get", s.forwardOn(ctx, get, nil, tk.srv, tk.up, params, nil))
 		}
 		t.mu.Lock()
-		v := tk.view()
+		v := tk.viewV1()
 		t.mu.Unlock()
 		if v != nil {
 			items = append(items, v)
@@ -731,6 +788,11 @@ func (s *Session) callOn(srv *server) *call {
 	}
 	return nil
 }
+
+// bridgedTasks is what a 2026-07-28 server declaring the tasks extension
+// offers session-era clients through the gateway, which bridges it: list
+// (the gateway's own record), cancel and requests.tools.call.
+var bridgedTasks = json.RawMessage(`{"capabilities":{"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}}`)
 
 // mergeTasks adds what a server's tasks capability offers to the gateway's
 // merged one: list, cancel and requests.tools.call, each when some server

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/search"
@@ -27,17 +28,25 @@ var (
 // in dynamic mode only.
 func (h *Host) builtins(sb *sandbox) []gateway.Builtin {
 	exec := gateway.Builtin{Tool: toolExec, Call: h.exec}
-	if sb.mode != registry.ModeDynamic {
-		return []gateway.Builtin{exec}
+	var more []gateway.Builtin
+	if cm := h.opts.CodeMode; cm != nil {
+		opts := *cm
+		if sb.tel != nil && sb.tel.Metrics != nil {
+			opts.Metrics = sb.tel
+		}
+		more = append(more, codemode.Builtin(sb.gw.Router, opts))
 	}
-	return []gateway.Builtin{
+	if sb.mode != registry.ModeDynamic {
+		return append([]gateway.Builtin{exec}, more...)
+	}
+	return append([]gateway.Builtin{
 		{Tool: toolFind, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) { return h.find(ctx, sb, c) }},
 		{Tool: toolAdd, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) { return h.add(ctx, sb, c) }},
 		{Tool: toolSet, Call: func(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
 			return h.configSet(ctx, sb, c)
 		}},
 		exec,
-	}
+	}, more...)
 }
 
 // foundServer is one result of mcp-find.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/atomicfile"
 	"github.com/mcp-gateway/mcp-gateway/internal/audit"
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -225,14 +225,29 @@ func serverForPolicy(name string, srv *registry.Server) policy.Server {
 	return policy.Server{Name: name, Type: "local-stdio", Command: srv.Command, Args: srv.Args}
 }
 
-var policyName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+// validPolicyName reports whether name is 1 to 128 of [A-Za-z0-9._-]. (A
+// regexp with {1,128} compiles to 128 copies of its class: 119 KB allocated
+// in every process's init, serve's too.)
+func validPolicyName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // SetPolicy stores a policy document (replacing one of the same name and
 // scope) and applies it to the running sandboxes at once.
 func (h *Host) SetPolicy(req PolicyRequest) (*PolicySummary, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !policyName.MatchString(req.Name) {
+	if !validPolicyName(req.Name) {
 		return nil, fmt.Errorf("policy name %q: use letters, digits, '.', '-', '_' (up to 128)", req.Name)
 	}
 	if req.Sandbox != "" && h.state.Sandboxes[req.Sandbox] == nil {
@@ -405,10 +420,10 @@ func (h *Host) toolDef(sb *sandbox, server, tool string) json.RawMessage {
 
 func isBuiltin(name string) bool {
 	switch name {
-	case "mcp-find", "mcp-add", "mcp-config-set", "mcp-exec":
+	case "mcp-find", "mcp-add", "mcp-config-set", "mcp-exec", codemode.ToolName:
 		return true
 	}
-	return false
+	return strings.HasPrefix(name, codemode.GeneratedPrefix) // a generated code-mode tool
 }
 
 // checkRegister decides whether a sandbox may attach a server (mcp-add,

@@ -101,3 +101,21 @@ permit(principal, action == MCP::Action::"register", resource == MCP::Server::"m
 		t.Fatal("the server was attached without approval")
 	}
 }
+
+func TestValidPolicyName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"":                       false,
+		"a":                      true,
+		"team-A_1.v2":            true,
+		strings.Repeat("x", 128): true,
+		strings.Repeat("x", 129): false,
+		"a b":                    false,
+		"a/b":                    false,
+		"é":                      false,
+		"a\n":                    false,
+	} {
+		if got := validPolicyName(name); got != want {
+			t.Errorf("validPolicyName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/attach"
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode"
 	"github.com/mcp-gateway/mcp-gateway/internal/front"
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
 	"github.com/mcp-gateway/mcp-gateway/internal/host/registry"
@@ -68,6 +69,9 @@ type Options struct {
 	// Telemetry, when set, records each sandbox's calls (its metrics
 	// labelled with the sandbox's name) and traces its requests.
 	Telemetry *telemetry.Telemetry
+	// CodeMode, when set, gives every sandbox the code-mode tool
+	// (docs/code-mode.md); its Metrics are each sandbox's telemetry.
+	CodeMode *codemode.Options
 }
 
 // Host is the daemon's core: the registry, the secrets, and a running
@@ -115,6 +119,7 @@ type sandbox struct {
 	unattached map[string]string
 	// forgetMetrics removes the sandbox's metrics when it is removed.
 	forgetMetrics func()
+	tel           *telemetry.Telemetry // the sandbox's; nil without telemetry
 }
 
 // Open reads the state directory and starts every sandbox's servers (a
@@ -318,6 +323,7 @@ func (h *Host) newSandbox(rec *registry.Sandbox) *sandbox {
 	sb.gw.Limits = h.opts.Limits
 	tel, forget := h.opts.Telemetry.ForSandbox(rec.Name)
 	sb.gw.Observer, sb.forgetMetrics = tel.Observer(), forget
+	sb.tel = tel
 	if tel != nil && tel.Metrics != nil {
 		tel.Metrics.WatchServers(router.Status)
 		tel.Metrics.WatchQuotas(sb.gw.QuotaStatus)

@@ -232,7 +232,7 @@ func useOf(kind string) string {
 // record is the audit record of a decided call.
 func (g *Guard) record(c *gateway.GuardCall, req *Request, set *Set, d Decision) *audit.Record {
 	rec := &audit.Record{Type: "call", Principal: g.Principal, Client: clientName(c.ClientInfo), Action: req.Action,
-		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies}
+		Method: c.Method, Server: c.Server, Name: c.Name, Policies: d.Policies, Run: c.Run}
 	if set != nil {
 		rec.Decision = "deny"
 		if d.Allow {

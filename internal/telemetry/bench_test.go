@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -31,7 +30,8 @@ func BenchmarkCall(b *testing.B) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer receiver.Close()
-	exporter, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(receiver.URL+"/v1/traces"))
+	// The gateway's exporter (otlp.go), as NewTracerProvider makes it.
+	exporter, err := newOTLPExporter(envOf(map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.URL + "/v1/traces"}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -69,6 +69,8 @@ type callSet struct {
 	quotas   []func() gateway.QuotaStatus // see quota.go
 
 	perServer sync.Map // server name → *serverMetrics
+
+	codeMode codeModeMetrics // see the code-mode block below
 }
 
 // serverMetrics are the children of one server, looked up once.
@@ -161,12 +163,13 @@ func newCallSet() *callSet {
 		Name: "mcp_gateway_list_refetches_total",
 		Help: "Times a server's list was fetched again after it announced a change or was restarted, by server and list method.",
 	}, []string{"server", "list"})
+	m.codeMode = newCodeModeMetrics()
 	return m
 }
 
 func (m *callSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
-		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}, quotaCollector{m}}
+	return append([]prometheus.Collector{m.calls, m.callDuration, m.upstreamTime, m.overhead, m.inFlight,
+		m.requestBytes, m.responseBytes, m.refetches, stateCollector{m}, quotaCollector{m}}, m.codeMode.collectors()...)
 }
 
 // Handler serves the metrics in the Prometheus text (or protobuf) format.
@@ -406,5 +409,42 @@ func (t *Telemetry) WatchReplay(held func() int64) {
 func (t *Telemetry) ReplayEventsDropped(limit string, n int) {
 	if t != nil && t.Metrics != nil {
 		t.Metrics.quota.dropped.WithLabelValues(limit).Add(float64(n))
+	}
+}
+
+// ---- Code mode: programs run by the code-mode tools (internal/codemode) ----
+
+// codeModeMetrics count a gateway's code-mode runs by how they ended (ok,
+// error, cancelled, or the limit that ended them: timeout, cpu, calls,
+// program-bytes, result-bytes, return-bytes, memory) and their inner calls
+// (each also counted, as any call, in mcp_gateway_calls_total).
+type codeModeMetrics struct {
+	runs  *prometheus.CounterVec
+	inner prometheus.Counter
+}
+
+func newCodeModeMetrics() codeModeMetrics {
+	return codeModeMetrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_gateway_code_mode_runs_total",
+			Help: "Code-mode programs run, by outcome: ok, error (the program threw), cancelled, or the limit that ended the run (timeout, cpu, calls, program-bytes, result-bytes, return-bytes, memory).",
+		}, []string{"outcome"}),
+		inner: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_gateway_code_mode_inner_calls_total",
+			Help: "Tool calls made by code-mode programs.",
+		}),
+	}
+}
+
+func (c codeModeMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.runs, c.inner}
+}
+
+// CodeModeRunEnded counts a code-mode run and its inner calls
+// (codemode.Metrics).
+func (t *Telemetry) CodeModeRunEnded(outcome string, calls int) {
+	if t != nil && t.Metrics != nil && t.Metrics.callSet != nil {
+		t.Metrics.codeMode.runs.WithLabelValues(outcome).Inc()
+		t.Metrics.codeMode.inner.Add(float64(calls))
 	}
 }

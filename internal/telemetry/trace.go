@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -50,7 +49,7 @@ func NewTracerProvider(ctx context.Context, version string, getenv func(string) 
 	if proto != "" && proto != "http/protobuf" {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: the gateway exports traces over OTLP/HTTP with protobuf only; set it to http/protobuf (and the endpoint to the collector's HTTP port, usually 4318)", proto)
 	}
-	exporter, err := otlptracehttp.New(ctx)
+	exporter, err := newOTLPExporter(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP trace exporter: %w; check the OTEL_EXPORTER_OTLP_* variables", err)
 	}

@@ -171,38 +171,13 @@ func (s *session) startStatelessListen(ctx context.Context) {
 	if s.h.opts.NoListen {
 		return
 	}
-	s.mu.Lock()
-	ready := s.listenReady
-	if ready == nil {
-		if s.end != nil {
-			s.mu.Unlock()
-			return
-		}
-		ready = make(chan struct{})
-		s.listenReady = ready
-		if !s.rpc.Go(func() { s.listenStateless(ready) }) {
-			close(ready)
-		}
-	}
-	s.mu.Unlock()
-	select {
-	case <-ready:
-		return
-	default:
-	}
-	t := time.NewTimer(listenReadyWait)
-	select {
-	case <-ready:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	t.Stop()
+	s.openStream(ctx, s.listenStateless)
 }
 
 // listenStateless keeps the subscriptions/listen stream open until the
 // session ends. Its state changes are logged, not its attempts: once when
 // it cannot be opened or ends, once when it is open again (acknowledged).
-func (s *session) listenStateless(ready chan struct{}) {
+func (s *session) listenStateless(ready chan<- struct{}) {
 	l := &s.h.listen
 	ctx := s.listenCtx
 	backoff := defaultRetry
@@ -285,7 +260,7 @@ func (l *remoteListen) down(s *session, failure string, acked, idle bool) {
 }
 
 // markReady closes ready once the first attempt has settled or ended.
-func (s *session) markReady(attempt context.Context, v uint64, ready chan struct{}) {
+func (s *session) markReady(attempt context.Context, v uint64, ready chan<- struct{}) {
 	s.h.listen.await(attempt, v, s.h.opts.Timeout)
 	close(ready)
 }

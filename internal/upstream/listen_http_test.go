@@ -169,7 +169,7 @@ func TestRemoteStatelessListen(t *testing.T) {
 	}
 	buf := make([]byte, 1<<20)
 	stacks := string(buf[:runtime.Stack(buf, true)])
-	for _, f := range []string{"listenStateless", "markReady", "startStatelessListen"} {
+	for _, f := range []string{"listenStateless", "markReady", "startStatelessListen", "openStream"} {
 		if strings.Contains(stacks, "upstream.(*session)."+f) {
 			t.Errorf("a goroutine of the listen stream outlived Close (%s):\n%s", f, stacks)
 		}

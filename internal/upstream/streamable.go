@@ -170,6 +170,14 @@ func (s *session) startListening(ctx context.Context) {
 	if s.sse || s.h.opts.NoListen {
 		return
 	}
+	s.openStream(ctx, s.listen)
+}
+
+// openStream runs the session's one listening stream (run, which closes
+// ready once the server has answered it) unless it runs already or the
+// session is down, and waits for ready within ctx and at most
+// listenReadyWait.
+func (s *session) openStream(ctx context.Context, run func(ready chan<- struct{})) {
 	s.mu.Lock()
 	ready := s.listenReady
 	if ready == nil {
@@ -179,7 +187,7 @@ func (s *session) startListening(ctx context.Context) {
 		}
 		ready = make(chan struct{})
 		s.listenReady = ready
-		if !s.rpc.Go(func() { s.listen(ready) }) {
+		if !s.rpc.Go(func() { run(ready) }) {
 			close(ready) // the session went down meanwhile
 		}
 	}

@@ -223,7 +223,7 @@ func TestHostMode(t *testing.T) {
 
 	// The dynamic sandbox: an agent finds, adds, configures and calls a server.
 	dync, changed := dyn.connectListChanged(ctx)
-	if got := toolNames(ctx, t, dync); !slices.Equal(got, []string{"mcp-find", "mcp-add", "mcp-config-set", "mcp-exec"}) {
+	if got := toolNames(ctx, t, dync); !slices.Equal(got, []string{"mcp-find", "mcp-add", "mcp-config-set", "mcp-exec", "code-mode"}) {
 		t.Errorf("a new dynamic sandbox offers %v, want only the built-in tools", got)
 	}
 	res, err := dync.CallTool(ctx, &mcp.CallToolParams{Name: "mcp-find", Arguments: map[string]any{"query": "knowledge graph", "limit": 2}})

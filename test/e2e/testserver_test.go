@@ -37,6 +37,10 @@ func runTestServer() {
 		runStateServer()
 		return
 	}
+	if os.Getenv(apps2ServerEnv) != "" { // apps2_test.go
+		runApps2Server()
+		return
+	}
 	var opts *mcp.ServerOptions
 	if os.Getenv("E2E_SERVER_MODERN_ONLY") != "" {
 		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}}

@@ -36,12 +36,15 @@ type suiteConfig struct {
 	Name    string   // as used in known-gaps.txt and on the command line
 	Package string   // npm alias under test/npm/node_modules
 	Args    []string // what selects the scenarios
-	Fixture string   // the fixture the direct run targets: stateful or stateless
+	Fixture string   // the fixture the direct run targets: stateful, stateless or tasks
 	About   string   // one line for the report
 	// Client: the suite's client scenarios (`conformance client`): the
 	// SDK's everything-client directly at each scenario server, and
 	// through the gateway by clientdriver. Fixture is then unused.
 	Client bool
+	// Scenarios, when set, are run one by one (--scenario each, with Args),
+	// instead of the selection Args makes.
+	Scenarios []string
 }
 
 var allConfigs = []suiteConfig{
@@ -56,6 +59,13 @@ var allConfigs = []suiteConfig{
 	{
 		Name: "alpha-2026-07-28", Package: "conf-alpha", Args: []string{"--requirements", "2026-07-28"}, Fixture: stateless,
 		About: "the scenarios the 2026-07-28 revision requires (stateless, no `initialize`); direct target: the fixture in its default stateless mode",
+	},
+	{
+		// The tasks extension's scenarios (SEP-2663), which the Go SDK's
+		// fixture cannot pass (it has no tasks): against a fixture of the
+		// harness's own, directly and through a gateway of its own.
+		Name: "alpha-2026-07-28-tasks", Package: "conf-alpha", Fixture: tasksFixture, Scenarios: tasksScenarios,
+		About: "the tasks extension's scenarios (`tasks-*`, SEP-2663; unscored by the suite) against `test/conformance/tasksfixture` (2026-07-28 with the `io.modelcontextprotocol/tasks` extension): directly over streamable HTTP, through a gateway fronting it over stdio",
 	},
 	{
 		Name: "client-2025-11-25", Package: "conf-alpha", Args: []string{"--requirements", "2025-11-25"}, Client: true,
@@ -74,6 +84,13 @@ const (
 	stateless  = "stateless"
 	fixturePkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
 	sdkModule  = "github.com/modelcontextprotocol/go-sdk"
+)
+
+// tasksFixture is the Fixture of the tasks configuration: the harness's
+// own server with the tasks extension.
+const (
+	tasksFixture    = "tasks"
+	tasksFixturePkg = "./test/conformance/tasksfixture"
 )
 
 func main() {
@@ -244,4 +261,11 @@ func selectConfigs(list string) ([]suiteConfig, error) {
 		return nil, fmt.Errorf("-configs names no configuration")
 	}
 	return out, nil
+}
+
+// tasksScenarios are the suite's scenarios of the tasks extension.
+var tasksScenarios = []string{
+	"tasks-capability-negotiation", "tasks-dispatch-and-envelope", "tasks-lifecycle", "tasks-mrtr-composition",
+	"tasks-mrtr-input", "tasks-request-headers", "tasks-request-state-removal", "tasks-required-task-error",
+	"tasks-status-notifications", "tasks-wire-fields",
 }

@@ -20,9 +20,9 @@ const proxyNginx = "nginx"
 var nginxDirectives = nginx.Streaming
 
 // startNginx starts nginx in the foreground in front of the gateway, its
-// configuration and temp paths under <out>/nginx and what it says in
-// <out>/nginx.log, and returns the URL of /mcp through it and what stops it.
-func (h *harness) startNginx(ctx context.Context, gatewayPort int) (stop func(), _ string, _ error) {
+// configuration and temp paths under <out>/<name> and what it says in
+// <out>/<name>.log, and returns the URL of /mcp through it and what stops it.
+func (h *harness) startNginx(ctx context.Context, gatewayPort int, name string) (stop func(), _ string, _ error) {
 	bin, err := nginx.Binary()
 	if errors.Is(err, nginx.ErrNotInstalled) {
 		return nil, "", setupErr("-proxy nginx: %v", err)
@@ -30,7 +30,7 @@ func (h *harness) startNginx(ctx context.Context, gatewayPort int) (stop func(),
 	if v, err := nginx.Version(bin); err == nil {
 		h.meta.Proxy = v
 	}
-	logPath := filepath.Join(h.out, "nginx.log")
+	logPath := filepath.Join(h.out, name+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", setupErr("%v", err)
@@ -41,7 +41,7 @@ func (h *harness) startNginx(ctx context.Context, gatewayPort int) (stop func(),
 		Upstream: gatewayPort,
 		Location: nginxDirectives,
 		AsRoot:   os.Geteuid() == 0,
-		Dir:      filepath.Join(h.out, "nginx"),
+		Dir:      filepath.Join(h.out, name),
 		Bin:      bin,
 		Log:      log,
 	})

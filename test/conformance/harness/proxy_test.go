@@ -33,7 +33,7 @@ func TestStartNginx(t *testing.T) {
 	h := &harness{out: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stop, mcpURL, err := h.startNginx(ctx, port)
+	stop, mcpURL, err := h.startNginx(ctx, port, "nginx")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,11 @@ func (r *report) markdown() string {
 	p("- Date: %s\n", r.Meta.Date)
 	p("- Suite: %s; run with Node %s\n", strings.Join(r.Meta.SuiteVersions, ", "), orUnknown(r.Meta.NodeVersion))
 	p("- Fixture: `%s` from `%s` %s; directly over streamable HTTP, through the gateway over stdio\n", fixturePkg, sdkModule, orUnknown(r.Meta.SDKVersion))
+	for _, c := range r.Configs {
+		if c.Config.Fixture == tasksFixture {
+			p("- Tasks fixture (for `%s`): `%s`, the harness's own; directly over streamable HTTP, through a gateway of its own over stdio\n", c.Config.Name, tasksFixturePkg)
+		}
+	}
 	p("- Gateway: %s, run as `%s`\n", orUnknown(r.Meta.GatewayBuild), r.Meta.GatewayArgs)
 	if r.Meta.Proxy != "" {
 		p("- Proxy: the suite reaches the gateway through %s on 127.0.0.1, as a sandbox platform puts one in front\n", r.Meta.Proxy)
@@ -99,7 +104,11 @@ func (r *report) markdown() string {
 			p("See [oauth.md](oauth.md).\n\n")
 		}
 		p("## %s\n\n", c.Config.Name)
-		p("`%s %s`: %s.\n\n", c.Config.Package, strings.Join(c.Config.Args, " "), c.Config.About)
+		args := strings.Join(c.Config.Args, " ")
+		if n := len(c.Config.Scenarios); n > 0 {
+			args = strings.TrimSpace(args + fmt.Sprintf(" --scenario S, for each of its %d scenarios", n))
+		}
+		p("`%s %s`: %s.\n\n", c.Config.Package, args, c.Config.About)
 		p("%s\n\n", c.summary().line())
 		p("| scenario | direct | through the gateway | note |\n")
 		p("|---|---|---|---|\n")

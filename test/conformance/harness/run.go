@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -88,7 +89,7 @@ func (h *harness) runAll(ctx context.Context) error {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin+string(os.PathSeparator), "./cmd/mcp-gateway", fixturePkg, clientPkg, driverPkg)
+	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin+string(os.PathSeparator), "./cmd/mcp-gateway", fixturePkg, clientPkg, driverPkg, tasksFixturePkg)
 	build.Dir = h.root
 	if b, err := build.CombinedOutput(); err != nil {
 		return setupErr("go build: %v\n%s", err, b)
@@ -97,8 +98,21 @@ func (h *harness) runAll(ctx context.Context) error {
 	fixtureBin := filepath.Join(bin, "everything-server")
 	h.readBuildInfo(fixtureBin)
 
-	if len(serverConfigs(h.configs)) > 0 {
-		if err := h.runServerConfigs(ctx, gatewayBin, fixtureBin); err != nil {
+	var sdkConfigs, tasksConfigs []suiteConfig
+	for _, c := range serverConfigs(h.configs) {
+		if c.Fixture == tasksFixture {
+			tasksConfigs = append(tasksConfigs, c)
+		} else {
+			sdkConfigs = append(sdkConfigs, c)
+		}
+	}
+	if len(sdkConfigs) > 0 {
+		if err := h.runServerConfigs(ctx, gatewayBin, fixtureBin, sdkConfigs); err != nil {
+			return err
+		}
+	}
+	if len(tasksConfigs) > 0 {
+		if err := h.runTasksConfigs(ctx, gatewayBin, filepath.Join(bin, "tasksfixture"), tasksConfigs); err != nil {
 			return err
 		}
 	}
@@ -123,11 +137,11 @@ func (h *harness) runAll(ctx context.Context) error {
 
 // runServerConfigs runs the server configurations: the fixture directly
 // and through one gateway.
-func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin string) error {
+func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin string, configs []suiteConfig) error {
 
 	// The fixture over HTTP, once per mode the selected configurations need.
 	fixtureURL := map[string]string{}
-	for _, c := range serverConfigs(h.configs) {
+	for _, c := range configs {
 		mode := c.Fixture
 		if fixtureURL[mode] != "" {
 			continue
@@ -188,7 +202,7 @@ func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin s
 		return setupErr("%v", err)
 	}
 	if h.proxy == proxyNginx {
-		stopNginx, url, err := h.startNginx(ctx, port)
+		stopNginx, url, err := h.startNginx(ctx, port, "nginx")
 		if err != nil {
 			return err
 		}
@@ -207,7 +221,7 @@ func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin s
 		}
 	}
 
-	for _, c := range serverConfigs(h.configs) {
+	for _, c := range configs {
 		if err := h.runSuite(ctx, c, "direct", fixtureURL[c.Fixture]); err != nil {
 			return err
 		}
@@ -222,7 +236,69 @@ func (h *harness) runServerConfigs(ctx context.Context, gatewayBin, fixtureBin s
 	return ctx.Err()
 }
 
+// runTasksConfigs runs the tasks configurations: the tasks fixture over
+// HTTP directly, and through a gateway of its own fronting it over stdio
+// (alone: its tools keep their names; the SDK fixture's gateway and results
+// are left as they are).
+func (h *harness) runTasksConfigs(ctx context.Context, gatewayBin, fixtureBin string, configs []suiteConfig) error {
+	port, err := freePort()
+	if err != nil {
+		return setupErr("%v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	fx, err := startProc("fixture-tasks", h.root, filepath.Join(h.out, "fixture-tasks.log"), h.env, fixtureBin, "-http", addr)
+	if err != nil {
+		return setupErr("starting the tasks fixture: %v", err)
+	}
+	defer fx.stop()
+	fixtureURL := "http://" + addr + "/mcp"
+	if err := waitHTTP(ctx, fx, fixtureURL, func(*http.Response) bool { return true }); err != nil {
+		return setupErr("%v", err)
+	}
+
+	if port, err = freePort(); err != nil {
+		return setupErr("%v", err)
+	}
+	config, err := json.Marshal(map[string]any{upstreamTasks: map[string]any{"runCmd": shellQuote(fixtureBin)}})
+	if err != nil {
+		return setupErr("%v", err)
+	}
+	gw, err := startProc("gateway-tasks", h.root, filepath.Join(h.out, "gateway-tasks.log"), h.env, gatewayBin,
+		"serve", "--insecure-no-auth", "--host", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--token-file", "", "--catalog-file", "/nonexistent", "--config", string(config))
+	if err != nil {
+		return setupErr("starting the tasks gateway: %v", err)
+	}
+	defer gw.stop()
+	gatewayURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	if err := waitHTTP(ctx, gw, fmt.Sprintf("http://127.0.0.1:%d/health", port), func(r *http.Response) bool { return r.StatusCode == http.StatusOK }); err != nil {
+		return setupErr("%v", err)
+	}
+	if h.proxy == proxyNginx {
+		stopNginx, url, err := h.startNginx(ctx, port, "nginx-tasks")
+		if err != nil {
+			return err
+		}
+		defer stopNginx()
+		gatewayURL = url
+	}
+	for _, c := range configs {
+		if err := h.runSuite(ctx, c, "direct", fixtureURL); err != nil {
+			return err
+		}
+		if err := h.runSuite(ctx, c, "gateway", gatewayURL); err != nil {
+			return err
+		}
+		if !gw.running() {
+			h.problem("the tasks gateway exited during the %s run (%v); see %s", c.Name, gw.waitErr, gw.log)
+			break
+		}
+	}
+	return ctx.Err()
+}
+
 const (
+	upstreamTasks   = "tasks"
 	upstreamFixture = "everything"
 	upstreamMemory  = "knowledge-graph"
 )
@@ -260,22 +336,28 @@ func (h *harness) runConformance(ctx context.Context, c suiteConfig, target stri
 	}
 	defer logFile.Close()
 
-	args := append(append([]string{filepath.Join(h.root, "test", "npm", "node_modules", c.Package, "dist", "index.js")}, mode...), c.Args...)
-	args = append(args, "-o", dir)
-	fmt.Fprintf(logFile, "$ node %s\n\n", strings.Join(args, " "))
-
+	base := append(append([]string{filepath.Join(h.root, "test", "npm", "node_modules", c.Package, "dist", "index.js")}, mode...), c.Args...)
+	base = append(base, "-o", dir)
+	runs := [][]string{base}
+	if len(c.Scenarios) > 0 {
+		runs = nil
+		for _, sc := range c.Scenarios {
+			runs = append(runs, append(slices.Clone(base), "--scenario", sc))
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, h.suiteTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(sctx, h.node, args...)
-	cmd.Dir = h.root
-	cmd.Env = append(append([]string(nil), h.env...), env...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
-	err = cmd.Run()
+	err = nil
+	for _, args := range runs {
+		fmt.Fprintf(logFile, "$ node %s\n\n", strings.Join(args, " "))
+		if e := h.runNode(sctx, env, logFile, args); e != nil {
+			var exit *exec.ExitError
+			if err == nil || errors.As(err, &exit) && exit.ExitCode() == 1 {
+				err = e // a failure to run outweighs a failed check
+			}
+		}
+	}
 	took := time.Since(began).Round(100 * time.Millisecond)
 
 	entries, _ := os.ReadDir(dir)
@@ -294,6 +376,19 @@ func (h *harness) runConformance(ctx context.Context, c suiteConfig, target stri
 		h.problem("%s %s: the suite wrote no results; see %s", c.Name, target, logPath)
 	}
 	return nil
+}
+
+// runNode runs the suite once with args.
+func (h *harness) runNode(ctx context.Context, env []string, logFile *os.File, args []string) error {
+	cmd := exec.CommandContext(ctx, h.node, args...)
+	cmd.Dir = h.root
+	cmd.Env = append(append([]string(nil), h.env...), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.Run()
 }
 
 // readBuildInfo records the SDK version the fixture binary was built with
