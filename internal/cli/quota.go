@@ -18,6 +18,7 @@ type quotaFlags struct {
 	maxPerClientProcesses      int
 	maxPerClientProcessesTotal int
 	perClientIdleTimeout       time.Duration
+	inputGather                time.Duration
 	maxPendingApprovals        int // host only
 }
 
@@ -27,6 +28,7 @@ func (f *quotaFlags) register(fs *flag.FlagSet, scope string) {
 	fs.IntVar(&f.maxPerClientProcesses, "max-per-client-processes", gateway.DefaultMaxPerClientProcesses, "processes of one per-client server (\"share\": \"per-client\") in "+scope+"; one more stops the longest idle one of the same client (else of the client holding the most), or is refused when none is idle (0: no limit)")
 	fs.IntVar(&f.maxPerClientProcessesTotal, "max-per-client-processes-total", gateway.DefaultMaxPerClientProcessesTotal, "processes of all per-client servers in "+scope+", made room for the same way (0: no limit)")
 	fs.DurationVar(&f.perClientIdleTimeout, "per-client-idle-timeout", gateway.DefaultPerClientIdleTimeout, "stop a per-client process after this long without a call; its client's next call starts a new one (0: never)")
+	fs.DurationVar(&f.inputGather, "input-gather", gateway.DefaultInputGather, "a server's requests to a 2026-07-28 client during one call that come within this long of each other go to the client in one input-required result (0: one result each)")
 }
 
 // registerHost registers the flags of the host daemon: those of a
@@ -44,6 +46,7 @@ func (f *quotaFlags) args() []string {
 		fmt.Sprintf("--max-per-client-processes=%d", f.maxPerClientProcesses),
 		fmt.Sprintf("--max-per-client-processes-total=%d", f.maxPerClientProcessesTotal),
 		"--per-client-idle-timeout=" + f.perClientIdleTimeout.String(),
+		"--input-gather=" + f.inputGather.String(),
 	}
 }
 
@@ -54,6 +57,9 @@ func (f *quotaFlags) limits() (gateway.Limits, error) {
 		if v < 0 {
 			return gateway.Limits{}, fmt.Errorf("--%s must not be negative, not %d (0: no limit)", name, v)
 		}
+	}
+	if f.inputGather < 0 {
+		return gateway.Limits{}, fmt.Errorf("--input-gather must not be negative, not %s (0: one input-required result for each request)", f.inputGather)
 	}
 	if f.perClientIdleTimeout < 0 {
 		return gateway.Limits{}, fmt.Errorf("--per-client-idle-timeout must not be negative, not %s (0: never)", f.perClientIdleTimeout)
@@ -68,7 +74,11 @@ func (f *quotaFlags) limits() (gateway.Limits, error) {
 	if idle == 0 {
 		idle = -1
 	}
-	return gateway.Limits{MaxInputWaitsPerClient: none(f.maxInputWaitsPerClient), MaxInputWaits: none(f.maxInputWaits),
+	gather := f.inputGather
+	if gather == 0 {
+		gather = -1
+	}
+	return gateway.Limits{InputGather: gather, MaxInputWaitsPerClient: none(f.maxInputWaitsPerClient), MaxInputWaits: none(f.maxInputWaits),
 		MaxPerClientProcesses: none(f.maxPerClientProcesses), MaxPerClientProcessesTotal: none(f.maxPerClientProcessesTotal),
 		PerClientIdleTimeout: idle}, nil
 }

@@ -26,11 +26,11 @@ func TestQuotaFlags(t *testing.T) {
 	}
 	f := parse()
 	l, err := f.limits()
-	if err != nil || l != (gateway.Limits{MaxInputWaitsPerClient: 16, MaxInputWaits: 64, MaxPerClientProcesses: 16, MaxPerClientProcessesTotal: 64, PerClientIdleTimeout: 10 * time.Minute}) || f.maxPendingApprovals != 32 {
+	if err != nil || l != (gateway.Limits{MaxInputWaitsPerClient: 16, MaxInputWaits: 64, MaxPerClientProcesses: 16, MaxPerClientProcessesTotal: 64, PerClientIdleTimeout: 10 * time.Minute, InputGather: 20 * time.Millisecond}) || f.maxPendingApprovals != 32 {
 		t.Errorf("defaults: %+v %v, pending approvals %d", l, err, f.maxPendingApprovals)
 	}
-	f = parse("--max-input-waits=0", "--per-client-idle-timeout=0", "--max-per-client-processes=3")
-	if l, _ := f.limits(); l.MaxInputWaits != -1 || l.PerClientIdleTimeout != -1 || l.MaxPerClientProcesses != 3 {
+	f = parse("--max-input-waits=0", "--per-client-idle-timeout=0", "--max-per-client-processes=3", "--input-gather=0")
+	if l, _ := f.limits(); l.MaxInputWaits != -1 || l.PerClientIdleTimeout != -1 || l.MaxPerClientProcesses != 3 || l.InputGather != -1 {
 		t.Errorf("0 as no limit: %+v", l)
 	}
 	neg := parse("--max-input-waits-per-client=-1")

@@ -199,7 +199,7 @@ func TestAppCallGoesToItsServer(t *testing.T) {
 					t.Fatalf("app %s calling %s: %s %s, want the answer of %s", c.app, c.name, reply.Result, reply.Error, c.up.name)
 				}
 				got := c.up.requests()[before:]
-				if len(got) != 1 || !strings.HasPrefix(got[0], `tools/call {"name":"`+c.name+`","arguments":{},"_meta":{"progressToken":"gw-progress-`) || strings.Contains(got[0], MetaApp) {
+				if len(got) != 1 || !strings.HasPrefix(got[0], `tools/call {"name":"`+c.name+`","arguments":{},"_meta":{`) || !strings.Contains(got[0], `"progressToken":"gw-progress-`) || strings.Contains(got[0], MetaApp) {
 					t.Errorf("%s was sent %q, want the tool by its own name, the gateway's _meta member removed", c.up.name, got)
 				}
 			}

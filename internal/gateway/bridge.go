@@ -115,13 +115,20 @@ func (s *Session) fulfil(ctx context.Context, c *call, params, result json.RawMe
 	return params, nil
 }
 
-// statelessMetaKeys are the _meta members that make a request one of the
-// 2026-07-28 era; a session-era server must not see them (a dual-era one
-// would take the request for the other era).
-var statelessMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities, MetaLogLevel}
+// statelessMetaKeys are the _meta members of the 2026-07-28 era a
+// session-era server must not see: the protocol version makes a request one
+// of that era to a dual-era server (the Go and TypeScript SDKs decide on it
+// alone), and the client's identity and log level are the session's there.
+// The client's capabilities stay: they are what the calling client
+// declared, where the session's are the gateway's offer to all its clients
+// (SharedClientCapabilities), and a server that reads them per request (the
+// Go SDK's ServerRequest.ClientCapabilities does, in either era) then asks
+// a 2026-07-28 client only for what it can answer and refuses it with
+// -32021 where it would refuse it directly.
+var statelessMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaLogLevel}
 
 // stripStatelessMeta removes those members, keeping the rest of _meta
-// (progressToken and any of the client's own).
+// (the client's capabilities, progressToken and any of the client's own).
 func stripStatelessMeta(params json.RawMessage) json.RawMessage {
 	meta := wire.Get(params, "_meta")
 	if meta == nil {

@@ -21,7 +21,7 @@ type call struct {
 	progressToken json.RawMessage // the client's token, nil without one
 	gwToken       string          // the token the server sees instead
 
-	parked atomic.Bool // waiting for a 2026-07-28 client's input
+	parked atomic.Int32 // requests of it waiting for a 2026-07-28 client's input
 
 	ctx context.Context // the call's: what the server sends for it goes back with its trace context
 }

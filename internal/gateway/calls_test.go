@@ -20,7 +20,7 @@ func TestStripStatelessMeta(t *testing.T) {
 			`{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 				`"progressToken":7,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},` +
 				`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info","acme/trace":"x"}}`,
-			`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"acme/trace":"x"}}`,
+			`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"io.modelcontextprotocol/clientCapabilities":{},"acme/trace":"x"}}`,
 		},
 		{ // nothing of the era: unchanged
 			`{"name":"echo","_meta":{"progressToken":"p"}}`,

@@ -55,12 +55,13 @@ type inputWait struct {
 	method  string
 	name    string // the tool or prompt, so a retry cannot move to another
 	events  chan callEvent
-	pending *inputRequest // the request the client must answer
+	pending []*inputRequest // the requests the client must answer
 	expires *time.Timer
 	stream  *switchStream      // the call's messages go to the latest retry
 	cancel  context.CancelFunc // ends the call at its server
 	client  string             // clientKey of its client, which it counts against
 	seq     uint64             // order of its first wait: the oldest goes first
+	sess    *Session           // the call's, whose unasked flag its results clear; nil for the guard's
 }
 
 // inputRequest is one request of a server waiting for the client's answer.
@@ -131,7 +132,7 @@ func (s *Session) forwardStateless(ctx context.Context, m *wire.Message, stream 
 	s.inputs = events
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inputWaitTTL)
 	sw := &switchStream{cur: stream}
-	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo)}
+	w := &inputWait{method: m.Method, name: waitName(m.Params), events: events, stream: sw, cancel: cancel, client: clientKey(s.clientInfo), sess: s}
 	go func() {
 		defer cancel()
 		reply := g.Router.callResult(m.Method, srv, s.forwardObserved(callCtx, m, sw, srv, params)) // apps.go: renamed ui:// URIs, also after a resume
@@ -183,7 +184,19 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 			cancel()
 			return ev.reply
 		}
-		w.pending = ev.input
+		inputs, final, done := g.gather(ctx, w.events, ev.input)
+		if w.sess != nil {
+			w.sess.unasked.Store(false) // what it gathered goes out now
+		}
+		switch {
+		case final != nil:
+			cancel()
+			return *final
+		case done:
+			cancel()
+			return errorReply(wire.Errorf(wire.CodeInternalError, "request cancelled: %v", ctx.Err()))
+		}
+		w.pending = inputs
 		st := g.multiRoundTrip()
 		st.mu.Lock()
 		var dropped *inputWait
@@ -212,9 +225,13 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 		if dropped != nil {
 			dropped.cancel()
 		}
+		requests := make(map[string]any, len(inputs))
+		for _, in := range inputs {
+			requests[in.key] = map[string]any{"method": in.method, "params": in.params}
+		}
 		res := map[string]any{
 			"resultType":    "input_required",
-			"inputRequests": map[string]any{ev.input.key: map[string]any{"method": ev.input.method, "params": ev.input.params}},
+			"inputRequests": requests,
 			"requestState":  st.sign(id),
 		}
 		return Reply{Result: mustJSON(res)}
@@ -222,6 +239,43 @@ func (g *Gateway) await(ctx context.Context, w *inputWait, cancel context.Cancel
 		cancel()
 		return errorReply(wire.Errorf(wire.CodeInternalError, "request cancelled: %v", ctx.Err()))
 	}
+}
+
+// maxGathered bounds the input requests of one input-required result.
+const maxGathered = 16
+
+// gather collects, after a call's first input request, the others its
+// server sends before it goes quiet for the gather window (--input-gather),
+// so that requests a server sends at once (the Go SDK sends the input
+// requests of one result as concurrent requests on a session) reach the
+// client in one input-required result, each under its own key, as the
+// server would have returned them. Which requests come together is the
+// server's timing; each is answered under its own key whatever the
+// grouping. final is the call's reply when it ended meanwhile; done says
+// the client went away.
+func (g *Gateway) gather(ctx context.Context, events <-chan callEvent, first *inputRequest) (inputs []*inputRequest, final *Reply, done bool) {
+	inputs = []*inputRequest{first}
+	window := g.Limits.inputGather()
+	if window <= 0 {
+		return inputs, nil, false
+	}
+	quiet := time.NewTimer(window)
+	defer quiet.Stop()
+	for len(inputs) < maxGathered {
+		select {
+		case ev := <-events:
+			if ev.input == nil {
+				return nil, &ev.reply, false
+			}
+			inputs = append(inputs, ev.input)
+			quiet.Reset(window)
+		case <-quiet.C:
+			return inputs, nil, false
+		case <-ctx.Done():
+			return nil, nil, true
+		}
+	}
+	return inputs, nil, false
 }
 
 // resume continues a waiting call with the client's answer from a retry.
@@ -245,12 +299,18 @@ func (g *Gateway) resume(ctx context.Context, m *wire.Message, stream Stream, st
 	if m.Method != w.method || name != w.name {
 		return errorReply(wire.Errorf(wire.CodeInvalidParams, "requestState belongs to %s %q, not %s %q", w.method, w.name, m.Method, name))
 	}
-	answer := wire.Get(wire.Get(m.Params, "inputResponses"), w.pending.key)
-	if answer == nil {
-		return errorReply(wire.Errorf(wire.CodeInvalidParams, "inputResponses lacks %q, the answer the server is waiting for", w.pending.key))
+	responses := wire.Get(m.Params, "inputResponses")
+	answers := make([]json.RawMessage, len(w.pending))
+	for i, in := range w.pending {
+		if answers[i] = wire.Get(responses, in.key); answers[i] == nil {
+			w.cancel()
+			return errorReply(wire.Errorf(wire.CodeInvalidParams, "inputResponses lacks %q, an answer the server is waiting for (the call is ended: send the request again without requestState)", in.key))
+		}
 	}
 	w.stream.set(stream)
-	w.pending.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answer}
+	for i, in := range w.pending {
+		in.answer <- &wire.Message{ID: json.RawMessage(`0`), Result: answers[i]}
+	}
 	return g.await(ctx, w, w.cancel)
 }
 

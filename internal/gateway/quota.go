@@ -33,6 +33,11 @@ type Limits struct {
 	// PerClientIdleTimeout stops a per-client process after this long
 	// without a call; the client's next call starts a new one. 0: 10 min.
 	PerClientIdleTimeout time.Duration
+	// InputGather is how long a call's input requests are gathered for a
+	// 2026-07-28 client: after each, the gateway waits this long for the
+	// next before it answers with one input-required result holding them
+	// all. 0: 20ms; negative: each request in a result of its own.
+	InputGather time.Duration
 }
 
 // Defaults of Limits.
@@ -42,6 +47,7 @@ const (
 	DefaultMaxPerClientProcesses      = 16
 	DefaultMaxPerClientProcessesTotal = 64
 	DefaultPerClientIdleTimeout       = 10 * time.Minute
+	DefaultInputGather                = 20 * time.Millisecond
 )
 
 // Names of the limits, as QuotaStatus counts their refusals and the flags
@@ -70,6 +76,16 @@ func (l Limits) inputWaits() int { return limit(l.MaxInputWaits, DefaultMaxInput
 func (l Limits) processes() int  { return limit(l.MaxPerClientProcesses, DefaultMaxPerClientProcesses) }
 func (l Limits) processesTotal() int {
 	return limit(l.MaxPerClientProcessesTotal, DefaultMaxPerClientProcessesTotal)
+}
+
+func (l Limits) inputGather() time.Duration {
+	switch {
+	case l.InputGather == 0:
+		return DefaultInputGather
+	case l.InputGather < 0:
+		return 0
+	}
+	return l.InputGather
 }
 
 func (l Limits) idleTimeout() time.Duration {

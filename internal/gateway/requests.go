@@ -70,8 +70,9 @@ func (g *Gateway) serverRequest(ctx context.Context, srv *server, method string,
 		if c == nil {
 			return nil, wire.Errorf(wire.CodeInvalidRequest, "%s refused: a %s client can only be asked during its own call", method, StatelessVersion)
 		}
-		c.parked.Store(true) // waiting for the client: not "in flight" for routing
-		defer c.parked.Store(false)
+		sess.unasked.Store(true) // until its input-required result is out
+		c.parked.Add(1)          // waiting for the client: not "in flight" for routing
+		defer c.parked.Add(-1)
 		if wire.Get(params, "task") != nil {
 			// The 2026-07-28 era runs no client-side tasks: the client
 			// answers at once, which the server takes as the result.
@@ -124,19 +125,41 @@ func (g *Gateway) targetOf(srv *server, method string) (*call, *Session, error) 
 
 // callerOf returns the one client call in flight on srv that a message from
 // srv must belong to, or an error saying why none can be chosen. Calls of
-// one session are one client; calls of several are ambiguous.
+// one session are one client; calls of several are ambiguous. A call
+// waiting for its 2026-07-28 client's input (parked) does not count while
+// others are in flight. When only parked calls are, the message is of the
+// one whose questions have not yet gone to its client (a server asking
+// several at once, which go out together), else of the only client with
+// parked calls.
 func (srv *server) callerOf() (*call, error) {
 	srv.activeMu.Lock()
 	defer srv.activeMu.Unlock()
-	var chosen *call
+	var chosen, parked, unasked *call
+	parkedOfOne, unaskedOfOne := true, true
 	for c := range srv.active {
-		if c.parked.Load() {
+		if c.parked.Load() > 0 {
+			if parked != nil && parked.sess != c.sess {
+				parkedOfOne = false
+			}
+			parked = c
+			if c.sess.unasked.Load() {
+				if unasked != nil && unasked.sess != c.sess {
+					unaskedOfOne = false
+				}
+				unasked = c
+			}
 			continue
 		}
 		if chosen != nil && chosen.sess != c.sess {
 			return nil, fmt.Errorf("calls of several clients are in flight on mcp server %q, so the gateway cannot tell which client it is for; to route its requests exactly, run it with a process per client (\"share\": \"per-client\" in its config entry, or --per-client on mcp-gateway server add)", srv.name)
 		}
 		chosen = c
+	}
+	switch {
+	case chosen == nil && unasked != nil && unaskedOfOne:
+		return unasked, nil
+	case chosen == nil && unasked == nil && parked != nil && parkedOfOne:
+		return parked, nil
 	}
 	if chosen == nil {
 		return nil, fmt.Errorf("no client call is in flight on mcp server %q, so the gateway cannot tell which client it is for", srv.name)

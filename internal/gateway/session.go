@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -22,6 +23,9 @@ type Session struct {
 	protocolVersion string
 	clientInfo      json.RawMessage
 	capabilities    json.RawMessage
+	// unasked: a server's request during this 2026-07-28 request's call
+	// waits to go out in an input-required result (see callerOf).
+	unasked atomic.Bool
 
 	out       chan []byte
 	done      chan struct{}

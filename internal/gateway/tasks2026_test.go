@@ -81,7 +81,7 @@ func TestTasks26Bridged(t *testing.T) {
 			t.Errorf("CreateTaskResult %s = %q, want %q (%s)", key, got, want, created.Result)
 		}
 	}
-	if got := ts.requests()[0]; !strings.Contains(got, `"task":{"ttl":60000}`) || strings.Contains(got, "clientCapabilities") {
+	if got := ts.requests()[0]; !strings.Contains(got, `"task":{"ttl":60000}`) || strings.Contains(got, "protocolVersion") {
 		t.Errorf("the server got %s; want the call task-augmented, in the session era", got)
 	}
 

@@ -114,6 +114,7 @@ func runStateServer() {
 			}
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"first": &mcp.ElicitParams{Message: "first", RequestedSchema: nameSchema}}}, nil, nil
 		})
+	addCapsTools(s) // inputreq_test.go
 	addFailLists(s) // listen_test.go
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
