@@ -41,8 +41,7 @@ const (
 func runApps2Server() {
 	label := os.Getenv(apps2ServerEnv)
 	uiMeta := mcp.Meta{"ui": map[string]any{"resourceUri": appsOriginalURI, "csp": map[string]any{"connectDomains": []any{"https://" + label + ".example"}}}}
-	var s *mcp.Server
-	s = mcp.NewServer(&mcp.Implementation{Name: "apps2-" + label, Version: "1"}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "apps2-" + label, Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: []string{"2025-11-25"},
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			if req.Params.URI != appsOriginalURI && !strings.HasPrefix(req.Params.URI, "ui://widgets/") {
