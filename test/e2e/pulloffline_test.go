@@ -45,9 +45,6 @@ func TestPulledServerOffline(t *testing.T) {
 	if !ok {
 		t.Skip("cannot make a network namespace here (unshare --net, or --map-root-user --net, failed)")
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm is not on PATH")
-	}
 	dir := t.TempDir()
 	home, cache := filepath.Join(dir, "home"), filepath.Join(dir, "npm-cache")
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -56,11 +53,26 @@ func TestPulledServerOffline(t *testing.T) {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "HOME" && name != "GATEWAY_ACCESS_TOKEN" && !strings.HasPrefix(strings.ToLower(name), "npm_config_") {
+		if name != "HOME" && name != "PATH" && name != "GATEWAY_ACCESS_TOKEN" && !strings.HasPrefix(strings.ToLower(name), "npm_config_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "HOME="+home, "npm_config_cache="+cache, "npm_config_update_notifier=false")
+	// The real npx, not the harness's stand-in (which runs the installed
+	// servers): this test is about what npx finds in its cache.
+	var path []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if d != standIns {
+			path = append(path, d)
+		}
+	}
+	npx, err := lookPathIn("npx", path)
+	if err != nil {
+		t.Skip("npx is not on PATH")
+	}
+	if !slices.Contains(path, filepath.Dir(npx)) || filepath.Dir(npx) == standIns {
+		t.Fatalf("npx resolves to %s, the stand-in", npx)
+	}
+	env = append(env, "PATH="+strings.Join(path, string(filepath.ListSeparator)), "HOME="+home, "npm_config_cache="+cache, "npm_config_update_notifier=false")
 
 	// The template build's step, with the network.
 	pull := exec.Command(gatewayBin, "pull", "memory")
