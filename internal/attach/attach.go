@@ -108,7 +108,7 @@ func newStdio(s mcpconfig.Server, o Options, hooks gateway.Hooks) gateway.Upstre
 }
 
 func newStdioCaps(s mcpconfig.Server, o Options, hooks gateway.Hooks, caps json.RawMessage) gateway.Upstream {
-	env := MergeEnv(o.Env, s.Env)
+	env := withPreferOffline(s, MergeEnv(o.Env, s.Env))
 	command := s.Command
 	if len(command) == 3 && command[0] == "/bin/sh" && command[1] == "-c" {
 		if argv, ok := directArgv(command[2], s.Env); ok {

@@ -161,6 +161,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.secretsFile, "secrets-file", "", "serve mode: a `file` (mode 0600) of NAME=value lines for ${NAME} placeholders in remote servers' headers, after the server's envs and the environment")
 	fs.BoolVar(&g.noAuth, "insecure-no-auth", false, "serve /mcp without a token (tests only; refused unless --host is a loopback address)")
 	g.tasks.register(fs)
+	fs.IntVar(&g.tasks.maxTotal, "max-tasks", gateway.DefaultMaxTasks, "tasks all clients together may hold (a 2026-07-28 client's are counted per clientInfo name, which a client chooses); at the limit a client's own oldest finished task is forgotten, else a new one is refused (negative: no limit)")
 	g.governance.register(fs)
 	g.telemetry.register(fs)
 	g.quota.register(fs, "the gateway")
@@ -334,6 +335,7 @@ func (f *httpFlags) server(handler http.Handler, ln net.Listener, logger *slog.L
 // taskFlags bound the tasks (2025-11-25) the gateway keeps per client.
 type taskFlags struct {
 	maxPerClient int
+	maxTotal     int // serve mode's --max-tasks (host mode: per sandbox, maxPerClient)
 	maxTTL       time.Duration
 }
 
@@ -343,9 +345,9 @@ func (t *taskFlags) register(fs *flag.FlagSet) {
 }
 
 func (t *taskFlags) args() []string {
-	return []string{fmt.Sprintf("--max-tasks-per-client=%d", t.maxPerClient), "--task-ttl-max=" + t.maxTTL.String()}
+	return []string{fmt.Sprintf("--max-tasks-per-client=%d", t.maxPerClient), fmt.Sprintf("--max-tasks=%d", t.maxTotal), "--task-ttl-max=" + t.maxTTL.String()}
 }
 
 func (t *taskFlags) options() gateway.TaskOptions {
-	return gateway.TaskOptions{MaxPerClient: t.maxPerClient, MaxTTL: t.maxTTL}
+	return gateway.TaskOptions{MaxPerClient: t.maxPerClient, MaxTotal: t.maxTotal, MaxTTL: t.maxTTL}
 }

@@ -36,6 +36,7 @@ func (f *serverAddFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&req.Description, "description", "", "what the server does (mcp-find searches it)")
 	fs.StringVar(&req.URL, "url", "", "a remote server's endpoint `url`")
 	fs.StringVar(&req.Transport, "transport", "", "a remote server's transport: http or sse (default: detect)")
+	fs.BoolVar(&req.InitializeFirst, "initialize-first", false, "start a remote server's sessions with initialize instead of server/discover (as serve mode's \"discoverFirst\": false): for a server to be used in its session era, or one that mishandles server/discover")
 	fs.Var(&f.headers, "header", "a header `'Name: value'` sent to the remote server (repeatable, one header each; a name given twice is refused)")
 	fs.StringVar(&req.Command, "command", "", "a local server's `command`")
 	fs.Var(&f.argList, "args", "`arguments` of the command, comma-separated or repeated (--args -y,pkg or --args -y --args pkg); arguments after -- are taken as they are")

@@ -102,6 +102,7 @@ func (l Limits) idleTimeout() time.Duration {
 // the metrics.
 type QuotaStatus struct {
 	InputWaits         int            // calls waiting for a client's input
+	Tasks              int            // tasks held (kept, or a call in flight that may make one)
 	PerClientProcesses map[string]int // running processes of per-client servers, by server
 	Refused            map[string]uint64
 	// Dropped counts holdings ended to make room or for idleness:
@@ -142,6 +143,9 @@ func (g *Gateway) QuotaStatus() QuotaStatus {
 	mrt.mu.Lock()
 	st.InputWaits = len(mrt.waits)
 	mrt.mu.Unlock()
+	g.tasks.mu.Lock()
+	st.Tasks = g.tasks.held()
+	g.tasks.mu.Unlock()
 	g.procs.mu.Lock()
 	for p := range g.procs.all {
 		st.PerClientProcesses[p.srv.name]++

@@ -43,6 +43,14 @@ type TaskOptions struct {
 	// limit the client's own oldest finished task is forgotten; when none is
 	// finished, a new task is refused.
 	MaxPerClient int
+	// MaxTotal bounds the tasks of all clients together (a 2026-07-28
+	// client's are owned by its clientInfo name, so one client inventing
+	// names is several owners); 0 means DefaultMaxTasks, negative no bound.
+	// At the limit the tasks whose ttl has passed are forgotten, then the
+	// creator's own oldest finished one; when it has none, a new task is
+	// refused. With PerGateway the gateway has one owner, bounded by
+	// MaxPerClient, and MaxTotal is not used.
+	MaxTotal int
 	// MaxTTL bounds how long a task is kept after its creation: a longer ttl
 	// the client asks for, or the server grants, is cut to it; 0 means
 	// DefaultMaxTaskTTL.
@@ -56,6 +64,7 @@ type TaskOptions struct {
 // Defaults of TaskOptions.
 const (
 	DefaultMaxTasksPerClient = 64
+	DefaultMaxTasks          = 1024
 	DefaultMaxTaskTTL        = time.Hour
 )
 
@@ -105,6 +114,7 @@ type taskTable struct {
 	owned   map[any]*taskHolding
 	asked   map[string]*clientTask
 	askedOf map[*Session][]*clientTask
+	pending int // the task-augmented calls in flight, of every owner
 }
 
 // taskHolding is what one owner holds: its tasks in creation order, and
@@ -119,6 +129,17 @@ func (g *Gateway) maxTasks() int {
 		return g.Tasks.MaxPerClient
 	}
 	return DefaultMaxTasksPerClient
+}
+
+// maxTasksTotal is the bound on the tasks of all owners; 0 when there is none.
+func (g *Gateway) maxTasksTotal() int {
+	switch {
+	case g.Tasks.PerGateway || g.Tasks.MaxTotal < 0:
+		return 0
+	case g.Tasks.MaxTotal == 0:
+		return DefaultMaxTasks
+	}
+	return g.Tasks.MaxTotal
 }
 
 func (g *Gateway) maxTaskTTL() time.Duration {
@@ -209,11 +230,40 @@ func (g *Gateway) reserveTask(owner any) (*taskRequest, *wire.Error) {
 	t.prune(h, time.Now())
 	if len(h.tasks)+h.pending >= g.maxTasks() {
 		if !t.forgetOldestFinished(h) {
+			g.quota.refuse(LimitTasksPerClient)
 			return nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: this client holds %d unfinished tasks, the gateway's limit (--max-tasks-per-client); wait for one to finish or cancel one (tasks/cancel) before starting another", len(h.tasks)+h.pending)
 		}
 	}
+	if bound := g.maxTasksTotal(); bound > 0 && t.held() >= bound {
+		t.pruneAll(time.Now())
+		h = t.holding(owner) // pruneAll drops an emptied holding
+		if t.held() >= bound && !t.forgetOldestFinished(h) {
+			g.quota.refuse(LimitTasks)
+			t.dropIfEmpty(owner, h)
+			return nil, wire.Errorf(wire.CodeInvalidRequest, "too many tasks: the gateway holds %d tasks of all its clients, its limit (--max-tasks), and none is a finished one of this client's to make room for another; try again when tasks have finished, or cancel one of this client's (tasks/cancel)", t.held())
+		}
+	}
 	h.pending++
+	t.pending++
 	return &taskRequest{g: g, owner: owner}, nil
+}
+
+// Names of the task limits, as QuotaStatus counts their refusals.
+const (
+	LimitTasksPerClient = "max-tasks-per-client"
+	LimitTasks          = "max-tasks"
+)
+
+// held is how many tasks the gateway holds: those it keeps, and the
+// task-augmented calls in flight that may add one.
+func (t *taskTable) held() int { return len(t.byID) + t.pending }
+
+// pruneAll forgets every owner's tasks whose ttl has passed.
+func (t *taskTable) pruneAll(now time.Time) {
+	for owner, h := range t.owned {
+		t.prune(h, now)
+		t.dropIfEmpty(owner, h)
+	}
 }
 
 // release gives back the place of a call that made no task.
@@ -224,6 +274,7 @@ func (r *taskRequest) release() {
 	r.done = true
 	t := &r.g.tasks
 	t.mu.Lock()
+	t.pending--
 	if h := t.owned[r.owner]; h != nil {
 		h.pending--
 		t.dropIfEmpty(r.owner, h)
@@ -286,6 +337,7 @@ func (r *taskRequest) adopt(c *call, up Upstream, result json.RawMessage) json.R
 	r.done = true
 	h := t.holding(r.owner)
 	h.pending--
+	t.pending--
 	h.tasks = append(h.tasks, tk)
 	t.byID[tk.id] = tk
 	t.byUp[taskKey{up, upID}] = tk

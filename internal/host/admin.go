@@ -33,6 +33,9 @@ type ServerRequest struct {
 	URL       string   `json:"url,omitempty"`
 	Transport string   `json:"transport,omitempty"` // "", "http", "sse"
 	Headers   []string `json:"headers,omitempty"`   // "Name: value", values may hold ${secret}
+	// InitializeFirst starts the remote server's sessions with initialize
+	// instead of server/discover (serve mode's "discoverFirst": false).
+	InitializeFirst bool `json:"initializeFirst,omitempty"`
 
 	Command string   `json:"command,omitempty"`
 	Args    []string `json:"args,omitempty"`
@@ -246,6 +249,9 @@ func (h *Host) buildServer(ctx context.Context, req ServerRequest) (*registry.Se
 	if req.AllowPrivateAddress && req.Command != "" {
 		return nil, nil, fmt.Errorf("mcp server %q: --allow-private-address is for a server reached over the network (--url, or a --metadata URL), not a --command", req.Name)
 	}
+	if req.InitializeFirst && req.URL == "" {
+		return nil, nil, fmt.Errorf("mcp server %q: --initialize-first is for a remote server (--url): a local one speaks over stdio and is asked in its own era", req.Name)
+	}
 	if req.PerClient && req.URL != "" {
 		return nil, nil, fmt.Errorf("mcp server %q: --per-client is for a local server (--command or --metadata); a remote one already gets a session per client", req.Name)
 	}
@@ -300,7 +306,7 @@ func (h *Host) remote(ctx context.Context, srv *registry.Server, req ServerReque
 	default:
 		return nil, fmt.Errorf("mcp server %q: --transport must be %q or %q (or left out to detect it), not %q", srv.Name, mcpconfig.TransportHTTP, mcpconfig.TransportSSE, req.Transport)
 	}
-	srv.URL, srv.Transport = req.URL, req.Transport
+	srv.URL, srv.Transport, srv.InitializeFirst = req.URL, req.Transport, req.InitializeFirst
 	for _, hv := range req.Headers {
 		name, value, ok := strings.Cut(hv, ":")
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)

@@ -416,7 +416,8 @@ func (h *Host) instanceSpec(srv *registry.Server, sandbox string, config map[str
 		if err := h.checkSecrets(srv); err != nil {
 			return mcpconfig.Server{}, err
 		}
-		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers, OAuth: srv.OAuth}, nil
+		return mcpconfig.Server{Name: srv.Name, Kind: mcpconfig.KindRemote, URL: srv.URL, Transport: srv.Transport, Headers: srv.Headers, OAuth: srv.OAuth,
+			InitializeFirst: srv.InitializeFirst}, nil
 	}
 	dir := h.instanceDir(sandbox, srv.Name)
 	secret := h.secretLookup(srv)

@@ -31,6 +31,7 @@ func TestBuildServerRefusals(t *testing.T) {
 		{"two kinds", ServerRequest{Name: "s", URL: u, Command: "c"}, `mcp server "s": give exactly one of --url (a remote server), --command (a local one) or --metadata (a registry entry or server.json)`},
 		{"private for a command", ServerRequest{Name: "s", Command: "c", AllowPrivateAddress: true}, `mcp server "s": --allow-private-address is for a server reached over the network (--url, or a --metadata URL), not a --command`},
 		{"per-client remote", ServerRequest{Name: "s", URL: u, PerClient: true}, `mcp server "s": --per-client is for a local server (--command or --metadata); a remote one already gets a session per client`},
+		{"initialize-first for a command", ServerRequest{Name: "s", Command: "c", InitializeFirst: true}, `mcp server "s": --initialize-first is for a remote server (--url): a local one speaks over stdio and is asked in its own era`},
 		{"remote with args", ServerRequest{Name: "s", URL: u, Args: []string{"x"}}, `mcp server "s": --args, --env, --dir and --property belong to a local server (--command), not to a remote one`},
 		{"remote with env", ServerRequest{Name: "s", URL: u, Env: []string{"A=1"}}, `mcp server "s": --args, --env, --dir and --property belong to a local server (--command), not to a remote one`},
 		{"remote with property", ServerRequest{Name: "s", URL: u, Props: []string{"A"}}, `mcp server "s": --args, --env, --dir and --property belong to a local server (--command), not to a remote one`},

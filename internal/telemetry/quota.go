@@ -15,8 +15,11 @@ var (
 	descPerClientProcesses = prometheus.NewDesc("mcp_gateway_per_client_processes",
 		"Running processes of per-client servers (\"share\": \"per-client\"), one per client session.",
 		[]string{"server"}, nil)
+	descTasks = prometheus.NewDesc("mcp_gateway_tasks",
+		"Tasks the gateway holds for its clients (kept until their ttl, or a task-augmented call in flight), bounded by --max-tasks in all.",
+		nil, nil)
 	descLimitRefusals = prometheus.NewDesc("mcp_gateway_limit_refusals_total",
-		"Requests refused at a limit on what clients hold, by the limit's flag (max-input-waits-per-client, max-per-client-processes, max-per-client-processes-total).",
+		"Requests refused at a limit on what clients hold, by the limit's flag (max-input-waits-per-client, max-per-client-processes, max-per-client-processes-total, max-tasks-per-client, max-tasks).",
 		[]string{"limit"}, nil)
 	descLimitDrops = prometheus.NewDesc("mcp_gateway_limit_drops_total",
 		"Holdings ended to make room or for idleness: input_wait (the oldest of the client holding the most, at max-input-waits), process_evicted (the longest idle per-client process, at a process limit), process_idle (per-client-idle-timeout).",
@@ -42,6 +45,7 @@ type quotaCollector struct{ m *callSet }
 
 func (c quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descInputWaits
+	ch <- descTasks
 	ch <- descPerClientProcesses
 	ch <- descLimitRefusals
 	ch <- descLimitDrops
@@ -54,10 +58,11 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	if len(sources) == 0 {
 		return
 	}
-	waits, procs, refused, dropped := 0, map[string]int{}, map[string]uint64{}, map[string]uint64{}
+	waits, tasks, procs, refused, dropped := 0, 0, map[string]int{}, map[string]uint64{}, map[string]uint64{}
 	for _, status := range sources {
 		st := status()
 		waits += st.InputWaits
+		tasks += st.Tasks
 		for k, v := range st.PerClientProcesses {
 			procs[k] += v
 		}
@@ -69,10 +74,11 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descInputWaits, prometheus.GaugeValue, float64(waits))
+	ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(tasks))
 	for k, v := range procs {
 		ch <- prometheus.MustNewConstMetric(descPerClientProcesses, prometheus.GaugeValue, float64(v), k)
 	}
-	for _, k := range []string{gateway.LimitInputWaitsPerClient, gateway.LimitPerClientProcesses, gateway.LimitPerClientProcessesTotal} {
+	for _, k := range []string{gateway.LimitInputWaitsPerClient, gateway.LimitPerClientProcesses, gateway.LimitPerClientProcessesTotal, gateway.LimitTasksPerClient, gateway.LimitTasks} {
 		ch <- prometheus.MustNewConstMetric(descLimitRefusals, prometheus.CounterValue, float64(refused[k]), k)
 	}
 	for _, k := range []string{"input_wait", "process_evicted", "process_idle"} {

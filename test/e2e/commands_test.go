@@ -57,7 +57,9 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("pull: exit %d: %s", code, stderr)
 	}
 	got := readLines(t, log)
-	wantInstalls := []string{"uv tool install mcp-server-time", "npm cache add @modelcontextprotocol/server-memory", "uv tool install custom-mcp"}
+	// and, for a server run with npx, fills npx's cache with its whole package tree.
+	wantInstalls := []string{"uv tool install mcp-server-time", "npm cache add @modelcontextprotocol/server-memory",
+		"npm exec --yes --package=@modelcontextprotocol/server-memory -- true", "uv tool install custom-mcp"}
 	if !slices.Equal(got, wantInstalls) {
 		t.Errorf("pull ran %v, want %v", got, wantInstalls)
 	}

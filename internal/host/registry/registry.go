@@ -46,6 +46,11 @@ type Server struct {
 	URL       string            `json:"url,omitempty"`
 	Transport string            `json:"transport,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// InitializeFirst starts the server's sessions with initialize instead
+	// of server/discover (--initialize-first), for a server that speaks
+	// both eras but should be used in its session era, or one that
+	// mishandles a server/discover.
+	InitializeFirst bool `json:"initializeFirst,omitempty"`
 	// AllowPrivateAddress lets this server's connections (and its
 	// metadata URL's) reach private, loopback and link-local addresses
 	// without a warning; cloud-metadata ones stay refused.
