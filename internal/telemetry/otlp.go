@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -178,6 +179,12 @@ type otlpExporter struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// perSpan is the size of a span in the last export's body (bytes, its
+	// share of the resource and scope included): the next body is made of
+	// about the size it will need, in one allocation, where a fixed guess
+	// of 512 bytes a span allocated two to three times what was written.
+	perSpan atomic.Int64
 }
 
 func newOTLPExporter(getenv func(string) string) (*otlpExporter, error) {
@@ -189,6 +196,11 @@ func newOTLPExporter(getenv func(string) string) (*otlpExporter, error) {
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
+	// A body the connection's write buffer holds is written from it with
+	// its headers; beyond it (4 KiB by default) net/http copies the rest
+	// through a buffer of the body's size allocated for each export (9 KB
+	// a batch of 64 spans, 300 bytes a traced call).
+	tr.WriteBufferSize = exportWriteBuffer
 	return &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}}, nil
 }
 
@@ -202,7 +214,7 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if closed || len(spans) == 0 {
 		return nil
 	}
-	body := encodeExport(spans)
+	body := e.encode(spans)
 	if e.cfg.gzip {
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
@@ -299,6 +311,26 @@ func (e *otlpExporter) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// encode encodes spans as encodeExport does, in a buffer sized from the
+// last export's bytes per span with an eighth more for the variation
+// between batches (a body larger than that grows as an append does).
+func (e *otlpExporter) encode(spans []sdktrace.ReadOnlySpan) []byte {
+	per := int(e.perSpan.Load())
+	if per == 0 {
+		per = firstSpanGuess
+	}
+	body := encodeExport(spans, len(spans)*(per+per/8)+256)
+	e.perSpan.Store(int64(len(body)/len(spans) + 1))
+	return body
+}
+
+// exportWriteBuffer is the size of the write buffer of each connection to
+// the collector: a batch of DefaultExportBatch spans with its headers.
+const exportWriteBuffer = 32 << 10
+
+// firstSpanGuess is the bytes a span is given in the first export's body.
+const firstSpanGuess = 512
+
 // encodeExport encodes an ExportTraceServiceRequest: its only field,
 // resource_spans (1), repeated, one per resource, each holding one
 // ScopeSpans per instrumentation scope, in the order the spans came. It
@@ -306,7 +338,7 @@ func (e *otlpExporter) Shutdown(ctx context.Context) error {
 // of opentelemetry/proto/trace/v1/trace.proto and common/v1/common.proto):
 // no message objects per span, attribute and value to build, keep until the
 // export and collect afterwards, as the generated types would need.
-func encodeExport(spans []sdktrace.ReadOnlySpan) []byte {
+func encodeExport(spans []sdktrace.ReadOnlySpan, capacity int) []byte {
 	type scopeKey struct {
 		res   *resource.Resource
 		scope instrumentation.Scope
@@ -328,7 +360,7 @@ func encodeExport(spans []sdktrace.ReadOnlySpan) []byte {
 		}
 		byScope[k] = append(byScope[k], s)
 	}
-	e := &pbuf{b: make([]byte, 0, 512*len(spans))}
+	e := &pbuf{b: make([]byte, 0, capacity)}
 	for _, res := range resources {
 		rs := e.begin(1) // ExportTraceServiceRequest.resource_spans
 		r := e.begin(1)  // ResourceSpans.resource

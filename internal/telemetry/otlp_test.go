@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -278,7 +279,7 @@ func TestOTLPEncodeValues(t *testing.T) {
 	_ = tp.Shutdown(context.Background())
 
 	var ex coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(encodeExport(spans), &ex); err != nil {
+	if err := proto.Unmarshal(encodeExport(spans, 0), &ex); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -299,11 +300,11 @@ func TestOTLPEncodeValues(t *testing.T) {
 	}
 }
 
-// BenchmarkOTLPEncode encodes a batch of 64 of the gateway's spans.
-func BenchmarkOTLPEncode(b *testing.B) {
+// gatewaySpans are 2n spans as the gateway makes them for n traced calls.
+func gatewaySpans(n int) []sdktrace.ReadOnlySpan {
 	var spans []sdktrace.ReadOnlySpan
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(&collect{out: &spans})))
-	for range 32 {
+	for range n {
 		ctx, s := tp.Tracer("gw").Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer))
 		s.SetAttributes(attribute.String(attrMethod, "tools/call"), attribute.String(attrRequestID, "7"),
 			attribute.String(attrSessionID, "0123456789abcdef"), attribute.String(attrProtocolVersion, "2025-11-25"), attribute.String(attrToolName, "echo"))
@@ -312,9 +313,54 @@ func BenchmarkOTLPEncode(b *testing.B) {
 		c.End()
 		s.End()
 	}
+	return spans
+}
+
+// A default batch of the gateway's spans, with the request's headers, fits
+// the write buffer of the exporter's connections: net/http writes it from
+// there, where a larger body is copied through a buffer allocated for each
+// export.
+func TestOTLPBatchFitsWriteBuffer(t *testing.T) {
+	e, err := newOTLPExporter(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.client.Transport.(*http.Transport).WriteBufferSize; got != exportWriteBuffer {
+		t.Errorf("the exporter's write buffer is %d bytes, want %d", got, exportWriteBuffer)
+	}
+	body := (&otlpExporter{}).encode(gatewaySpans(DefaultExportBatch / 2))
+	if len(body)+1<<10 > exportWriteBuffer {
+		t.Errorf("a batch of %d spans is %d bytes: it and its headers do not fit a write buffer of %d", DefaultExportBatch, len(body), exportWriteBuffer)
+	}
+}
+
+// BenchmarkOTLPEncode encodes a batch of 64 of the gateway's spans.
+func BenchmarkOTLPEncode(b *testing.B) {
+	spans := gatewaySpans(32)
+	e := &otlpExporter{}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = encodeExport(spans)
+		_ = e.encode(spans)
+	}
+}
+
+// A body is made of about the size it needs from the second export on, and
+// reads the same as one made with room to spare.
+func TestOTLPExportBodySized(t *testing.T) {
+	spans, _ := recordSpans(t)
+	e := &otlpExporter{}
+	first := e.encode(spans)
+	for range 3 {
+		body := e.encode(spans)
+		if !bytes.Equal(body, first) {
+			t.Fatalf("the body changed between exports of the same spans")
+		}
+		if room := len(body)/8 + 2*len(spans) + 256; cap(body)-len(body) > room {
+			t.Errorf("body of %d bytes in a buffer of %d: want at most %d spare", len(body), cap(body), room)
+		}
+	}
+	if want := encodeExport(spans, 1<<16); !bytes.Equal(first, want) {
+		t.Errorf("the body depends on the buffer's first size")
 	}
 }
 

@@ -395,3 +395,37 @@ func TestRequestSpanBoundsClientStrings(t *testing.T) {
 		}
 	}
 }
+
+// With metrics on, a request's record costs one allocation (the context
+// carrying its start to its calls); a client's trace context read from its
+// headers costs less than one read from its _meta (a string to unquote).
+func TestStartRequestAllocations(t *testing.T) {
+	tel := &Telemetry{Metrics: NewMetrics()}
+	req := Request{Era: "session", Method: "tools/call", ID: json.RawMessage(`7`), Params: json.RawMessage(`{"name":"echo"}`)}
+	if n := testing.AllocsPerRun(100, func() {
+		_, done := tel.StartRequest(context.Background(), req)
+		done(gateway.Reply{})
+	}); n != 1 {
+		t.Errorf("StartRequest with metrics allocates %v objects, want 1", n)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tel.Tracer = tp.Tracer("test")
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	inMeta := req
+	inMeta.Params = json.RawMessage(`{"name":"echo","_meta":{"traceparent":"` + parent + `"}}`)
+	inHeader := req
+	inHeader.Header = http.Header{"Traceparent": {parent}}
+	count := func(r Request) float64 {
+		return testing.AllocsPerRun(100, func() {
+			ctx, done := tel.StartRequest(context.Background(), r)
+			if got := trace.SpanContextFromContext(ctx).TraceID().String(); got != "4bf92f3577b34da6a3ce929d0e0e4736" {
+				t.Fatalf("trace id %s, want the client's", got)
+			}
+			done(gateway.Reply{})
+		})
+	}
+	if h, m := count(inHeader), count(inMeta); h >= m {
+		t.Errorf("a traceparent header costs %v allocations, in _meta %v: want fewer (no string to unquote, no key to canonicalise)", h, m)
+	}
+}

@@ -28,11 +28,25 @@ func withTraceMeta(ctx context.Context, params json.RawMessage) json.RawMessage 
 	if !sc.IsValid() {
 		return params
 	}
-	meta, err := wire.Set(wire.Get(params, "_meta"), "traceparent", appendTraceparent(nil, sc))
+	// The value is built in a buffer on the stack: wire.Set copies it into
+	// the one new params, where building it on the heap (the traceparent,
+	// then the _meta object around it) cost three allocations a call more.
+	var buf [128]byte
+	meta := wire.Get(params, "_meta")
+	ts := sc.TraceState().String()
+	if meta == nil && ts == "" { // the usual call: a _meta of the traceparent alone
+		v := append(buf[:0], `{"traceparent":`...)
+		v = append(appendTraceparent(v, sc), '}')
+		if out, err := wire.Set(params, "_meta", v); err == nil {
+			return out
+		}
+		return params
+	}
+	meta, err := wire.Set(meta, "traceparent", appendTraceparent(buf[:0], sc))
 	if err != nil {
 		return params
 	}
-	if ts := sc.TraceState().String(); ts != "" {
+	if ts != "" {
 		meta, err = wire.Set(meta, "tracestate", wire.AppendString(nil, ts))
 	} else {
 		meta, _ = wire.Delete(meta, "tracestate") // the client's, of another span
