@@ -125,11 +125,16 @@ func TestLaunchAggregatesRealServers(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		// Wait until the gateway has reaped it: a killed multi-threaded
-		// process shows as a zombie while its threads still hold its pipes.
-		for {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-				break
+		// Wait until the gateway has seen it go: its log says so once the
+		// server is marked down. (The process's /proc entry going away is not
+		// that signal: a shell between the gateway and the server reaps it,
+		// and a call sent meanwhile reaches a server about to be found dead.)
+		exited := func(log string) bool { // quoted by the log's text handler, or not
+			return strings.Contains(log, `mcp server \"beta\" exited`) || strings.Contains(log, `mcp server "beta" exited`)
+		}
+		for !exited(g.log()) {
+			if ctx.Err() != nil {
+				t.Fatalf("the gateway never logged beta's exit:\n%s", g.log())
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
