@@ -48,7 +48,8 @@ func (r *report) markdown() string {
 	b.WriteString("The load client, the gateway and the servers share these cores. Timings are figures to compare " +
 		"side by side within one run, never pass/fail.\n\n")
 	if r.opts.short {
-		b.WriteString("**Short mode**: one round and few calls; the figures only show the benchmark still runs.\n\n")
+		b.WriteString("**Short mode**: one round and few calls; the figures only show the benchmark still runs, " +
+			"and no goal is judged (`make bench` judges them).\n\n")
 	}
 
 	r.writeGoals(&b)
@@ -253,16 +254,23 @@ func (r *report) writeAgainstBaseline(b *strings.Builder, e *eraResult) {
 	b.WriteString("\n")
 }
 
+// verdict says whether a goal is met, or, in a short run, whose few calls
+// judge nothing, that it is not judged.
+func (r *report) verdict(ok bool, met, notMet string) string {
+	if r.opts.short {
+		return "not judged (short run)"
+	}
+	if ok {
+		return met
+	}
+	return notMet
+}
+
 // writeGoals compares the figures with the goals of the benchmark issue.
 func (r *report) writeGoals(b *strings.Builder) {
 	type row struct{ goal, measured, met string }
 	var rows []row
-	yes := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
+	yes := func(ok bool) string { return r.verdict(ok, "yes", "**no**") }
 	for _, e := range r.eras {
 		// One session in the session era; none in 2026-07-28's.
 		sessions, era := 1, ""

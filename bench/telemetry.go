@@ -238,7 +238,7 @@ func (r *report) writeTelemetry(b *strings.Builder) {
 	if m, ok := t.tracedCost(); m != "" {
 		fmt.Fprintf(b, "Tracing judged against the SDK's own cost (%s, its CPU per call in a process of its own, "+
 			"in each round): the gateway's added CPU per traced call (metrics + traces − metrics) ÷ the SDK's, median over rounds: %s (goal ≤ %.1f: %s).\n\n",
-			sdkVariant, m, tracedGoal, map[bool]string{true: "met", false: "**not met**"}[ok])
+			sdkVariant, m, tracedGoal, r.verdict(ok, "met", "**not met**"))
 	}
 }
 
