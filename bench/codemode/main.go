@@ -60,7 +60,8 @@ func run(nServers, nTools, calls int) error {
 	}
 	defer os.RemoveAll(dir)
 	gatewayBin, echoBin := filepath.Join(dir, "mcp-gateway"), filepath.Join(dir, "echo")
-	for bin, pkg := range map[string]string{gatewayBin: "./cmd/mcp-gateway", echoBin: "./bench/echo"} {
+	runnerBin := filepath.Join(dir, "mcp-gateway-codemode") // found beside the gateway
+	for bin, pkg := range map[string]string{gatewayBin: "./cmd/mcp-gateway", runnerBin: "./cmd/mcp-gateway-codemode", echoBin: "./bench/echo"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 		}
