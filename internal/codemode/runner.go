@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -265,7 +266,8 @@ type proc struct {
 	msgs   chan proto.Message // closed when its stdout ends
 	exited chan struct{}      // closed once it exited
 	stderr tail
-	timer  *time.Timer // stops it when idle
+	timer  *time.Timer  // stops it when idle
+	tools  []proto.Func // the functions of its last run
 }
 
 func (r *proc) send(m proto.Message) error {
@@ -417,7 +419,12 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 	for i, t := range prog.Tools {
 		funcs[i] = proto.Func{Server: t.Server, Name: t.Name}
 	}
-	if err := r.send(proto.Message{Run: &proto.RunRequest{Source: prog.Source, Tools: funcs, Limits: lim}}); err != nil {
+	req := &proto.RunRequest{Source: prog.Source, Tools: funcs, Limits: lim}
+	if r.tools != nil && slices.Equal(r.tools, funcs) {
+		req.Tools, req.SameTools = nil, true
+	}
+	r.tools = funcs
+	if err := r.send(proto.Message{Run: req}); err != nil {
 		return p.died(r, 0, lim), "died"
 	}
 	// The runner ends the run at its timeout; this is the backstop of a

@@ -69,8 +69,12 @@ func TestRunnersAreReusedAndReplacedAfterALimit(t *testing.T) {
 			t.Fatalf("run %d: %s %v (%d calls), want a fresh engine's [1, echo]", i, out.Value, out.Err, out.Calls)
 		}
 	}
+	// Another run's functions, in the same runner.
+	if out := p.Run(ctx, "a", Program{Source: `return Object.keys(servers)`, Tools: []Tool{{Server: "other", Name: "x"}}}); out.Err != nil || string(out.Value) != `["other"]` {
+		t.Errorf("a run over other tools: %s %v", out.Value, out.Err)
+	}
 	if met.started != 1 || p.Alive() != 1 {
-		t.Errorf("%d runners started, %d alive, want 1 serving all three runs", met.started, p.Alive())
+		t.Errorf("%d runners started, %d alive, want 1 serving all four runs", met.started, p.Alive())
 	}
 	out := p.Run(ctx, "a", Program{Source: `for (;;) {}`, Limits: Limits{CPU: 100 * time.Millisecond}})
 	var le *LimitError

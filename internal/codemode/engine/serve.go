@@ -56,6 +56,8 @@ type server struct {
 	enc   *json.Encoder
 	flush func() error
 
+	tools []proto.Func // the last run's
+
 	wmu     sync.Mutex
 	nextID  uint64
 	waiting map[uint64]chan proto.Reply // inner calls waiting for their replies
@@ -126,5 +128,8 @@ func (s *server) run(req *proto.RunRequest) Outcome {
 			return nil, ctx.Err()
 		}
 	}
-	return Run(context.Background(), Program{Source: req.Source, Tools: req.Tools, Call: call, Limits: req.Limits})
+	if !req.SameTools {
+		s.tools = req.Tools
+	}
+	return Run(context.Background(), Program{Source: req.Source, Tools: s.tools, Call: call, Limits: req.Limits})
 }

@@ -6,7 +6,7 @@
 // The messages are JSON values, one a line, on the runner's stdin (from
 // the gateway) and stdout (to it). A runner serves one run at a time:
 //
-//	gateway → runner  {"run": {"source", "tools", "limits"}}
+//	gateway → runner  {"run": {"source", "tools" | "sameTools", "limits"}}
 //	runner → gateway  {"call": {"id", "tool", "arguments"}}    (an inner call; any number, concurrent)
 //	gateway → runner  {"reply": {"id", "result" | "error" | "tooLarge"}}
 //	runner → gateway  {"done": {"value" | "error", "calls", "logs", "elapsedNs", "cpuNs"}}
@@ -34,11 +34,13 @@ type Message struct {
 	Done  *Done       `json:"done,omitempty"`
 }
 
-// RunRequest starts a run.
+// RunRequest starts a run. SameTools: its Tools are the previous run's
+// (a warm runner is not sent a thousand tools again).
 type RunRequest struct {
-	Source string `json:"source"`
-	Tools  []Func `json:"tools"`
-	Limits Limits `json:"limits"`
+	Source    string `json:"source"`
+	Tools     []Func `json:"tools,omitempty"`
+	SameTools bool   `json:"sameTools,omitempty"`
+	Limits    Limits `json:"limits"`
 }
 
 // Call is one inner call of the run: Tool indexes RunRequest.Tools.
