@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/codemode/proto"
@@ -268,6 +269,7 @@ type proc struct {
 	stderr tail
 	timer  *time.Timer  // stops it when idle
 	tools  []proto.Func // the functions of its last run
+	cur    atomic.Pointer[runState]
 }
 
 func (r *proc) send(m proto.Message) error {
@@ -333,6 +335,10 @@ func (p *Runners) start() (*proc, error) {
 			var m proto.Message
 			if dec.Decode(&m) != nil {
 				return
+			}
+			if st := r.cur.Load(); m.Call != nil && st != nil {
+				st.start(*m.Call)
+				continue
 			}
 			r.msgs <- m
 		}
@@ -411,10 +417,14 @@ func (p *Runners) stop(r *proc, reason string) {
 // serve runs prog in r, making its inner calls; reason is why r must be
 // stopped now ("" when it may serve the next run).
 func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) (out Outcome, reason string) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the inner calls still in flight, at their servers
+	var st *runState
+	defer func() {
+		cancel() // ends the inner calls still in flight, at their servers
+		if st != nil {
+			st.wg.Wait()
+		}
+	}()
 	funcs := make([]proto.Func, len(prog.Tools))
 	for i, t := range prog.Tools {
 		funcs[i] = proto.Func{Server: t.Server, Name: t.Name}
@@ -424,6 +434,14 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 		req.Tools, req.SameTools = nil, true
 	}
 	r.tools = funcs
+	st = &runState{ctx: runCtx, prog: prog, lim: lim, r: r}
+	r.cur.Store(st)
+	defer func() {
+		r.cur.Store(nil)
+		st.mu.Lock()
+		st.closed = true
+		st.mu.Unlock()
+	}()
 	if err := r.send(proto.Message{Run: req}); err != nil {
 		return p.died(r, 0, lim), "died"
 	}
@@ -431,34 +449,13 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 	// runner that does not.
 	backstop := time.NewTimer(lim.Timeout + 5*time.Second)
 	defer backstop.Stop()
-	calls := 0
 	for {
 		select {
 		case m, ok := <-r.msgs:
 			switch {
 			case !ok:
-				return p.died(r, calls, lim), "died"
-			case m.Call != nil:
-				c := *m.Call
-				if c.Tool < 0 || c.Tool >= len(prog.Tools) {
-					return Outcome{Err: &RunnerError{Message: fmt.Sprintf("the runner called tool %d of %d", c.Tool, len(prog.Tools))}, Calls: calls}, "died"
-				}
-				calls++
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res, err := prog.Call(runCtx, prog.Tools[c.Tool], c.Arguments)
-					reply := proto.Reply{ID: c.ID, Result: res}
-					switch {
-					case err != nil:
-						reply.Result, reply.Error = nil, err.Error()
-					case len(res) > lim.ResultBytes:
-						reply.Result, reply.TooLarge = nil, len(res)
-					case len(res) == 0:
-						reply.Result = json.RawMessage("null")
-					}
-					_ = r.send(proto.Message{Reply: &reply})
-				}()
+				return p.died(r, st.count(), lim), "died"
+			case m.Call != nil: // a call the reader did not start: not this run's
 			case m.Done != nil:
 				out := m.Done.Outcome()
 				var le *LimitError
@@ -468,11 +465,62 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 				return out, ""
 			}
 		case <-ctx.Done():
-			return Outcome{Err: ErrCancelled, Calls: calls}, "cancelled"
+			return Outcome{Err: ErrCancelled, Calls: st.count()}, "cancelled"
 		case <-backstop.C:
-			return Outcome{Err: proto.Limitf(LimitTimeout, "the run took longer than %s", lim.Timeout), Calls: calls}, "limit"
+			return Outcome{Err: proto.Limitf(LimitTimeout, "the run took longer than %s", lim.Timeout), Calls: st.count()}, "limit"
 		}
 	}
+}
+
+// runState is the run a runner serves: its reader starts the run's inner
+// calls as they come (one hop fewer per call than through serve).
+type runState struct {
+	ctx  context.Context
+	prog Program
+	lim  Limits
+	r    *proc
+
+	mu     sync.Mutex
+	closed bool // the run ended: no more calls start
+	calls  int
+	wg     sync.WaitGroup
+}
+
+func (st *runState) count() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.calls
+}
+
+// start makes an inner call, on a goroutine of its own, and answers it.
+func (st *runState) start(c proto.Call) {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return
+	}
+	st.calls++
+	st.wg.Add(1)
+	st.mu.Unlock()
+	go func() {
+		defer st.wg.Done()
+		reply := proto.Reply{ID: c.ID}
+		if c.Tool < 0 || c.Tool >= len(st.prog.Tools) {
+			reply.Error = fmt.Sprintf("the runner called tool %d of %d", c.Tool, len(st.prog.Tools))
+		} else {
+			res, err := st.prog.Call(st.ctx, st.prog.Tools[c.Tool], c.Arguments)
+			reply.Result = res
+			switch {
+			case err != nil:
+				reply.Result, reply.Error = nil, err.Error()
+			case len(res) > st.lim.ResultBytes:
+				reply.Result, reply.TooLarge = nil, len(res)
+			case len(res) == 0:
+				reply.Result = json.RawMessage("null")
+			}
+		}
+		_ = st.r.send(proto.Message{Reply: &reply})
+	}()
 }
 
 // died is the outcome of a run whose runner exited before its end: out of
