@@ -28,13 +28,21 @@ type ResultTooLarge int
 
 func (n ResultTooLarge) Error() string { return fmt.Sprintf("a result of %d bytes", int(n)) }
 
+// StartFunc starts one inner call and returns at once; end is called
+// once, from another goroutine, with what CallFunc would return. A runner
+// starts its calls so (serve.go): a call's reply settles it with no
+// goroutine waiting for it.
+type StartFunc func(ctx context.Context, tool int, arguments json.RawMessage, end func(json.RawMessage, error))
+
 // Program is one run's program and what it may call.
 type Program struct {
 	// Source is the body of an async function: it may await, and what it
 	// returns (as JSON) is the run's value.
 	Source string
 	Tools  []proto.Func
+	// Call makes an inner call, or Start starts one (when set).
 	Call   CallFunc
+	Start  StartFunc
 	Limits proto.Limits
 }
 
@@ -474,7 +482,25 @@ func (r *run) function(i int) func(goja.FunctionCall) goja.Value {
 		}
 		promise, resolve, reject := vm.NewPromise()
 		r.pending++
-		go r.callInner(completion{tool: i, resolve: resolve, reject: reject}, args)
+		c := completion{tool: i, resolve: resolve, reject: reject}
+		if r.p.Start == nil {
+			go r.callInner(c, args)
+			return vm.ToValue(promise)
+		}
+		select {
+		case r.sem <- struct{}{}: // a slot is free: start it from here
+			r.start(c, args)
+		default:
+			go func() {
+				select {
+				case r.sem <- struct{}{}:
+					r.start(c, args)
+				case <-r.ctx.Done():
+					c.err = r.ctx.Err()
+					r.deliver(c)
+				}
+			}()
+		}
 		return vm.ToValue(promise)
 	}
 }
@@ -489,6 +515,21 @@ func (r *run) callInner(c completion, args json.RawMessage) {
 	case <-r.ctx.Done():
 		c.err = r.ctx.Err()
 	}
+	r.deliver(c)
+}
+
+// start starts an inner call (Program.Start) holding a slot of the
+// concurrent limit, which its end frees.
+func (r *run) start(c completion, args json.RawMessage) {
+	r.p.Start(r.ctx, c.tool, args, func(result json.RawMessage, err error) {
+		c.result, c.err = result, err
+		<-r.sem
+		r.deliver(c)
+	})
+}
+
+// deliver hands an inner call's end to the engine.
+func (r *run) deliver(c completion) {
 	select {
 	case r.done <- c:
 	case <-r.over:

@@ -20,7 +20,7 @@ import (
 // or after idle without a run (0: never).
 func Serve(in io.Reader, out io.Writer, idle time.Duration) error {
 	w := bufio.NewWriterSize(out, 64<<10)
-	s := &server{enc: json.NewEncoder(w), flush: w.Flush, waiting: map[uint64]chan proto.Reply{}}
+	s := &server{enc: json.NewEncoder(w), flush: w.Flush, waiting: map[uint64]func(proto.Reply){}}
 	runs := make(chan *proto.RunRequest)
 	readErr := make(chan error, 1)
 	go func() { readErr <- s.read(json.NewDecoder(bufio.NewReaderSize(in, 64<<10)), runs) }()
@@ -60,7 +60,7 @@ type server struct {
 
 	wmu     sync.Mutex
 	nextID  uint64
-	waiting map[uint64]chan proto.Reply // inner calls waiting for their replies
+	waiting map[uint64]func(proto.Reply) // inner calls waiting for their replies
 }
 
 func (s *server) send(m proto.Message) error {
@@ -84,11 +84,11 @@ func (s *server) read(dec *json.Decoder, runs chan<- *proto.RunRequest) error {
 			runs <- m.Run
 		case m.Reply != nil:
 			s.wmu.Lock()
-			ch := s.waiting[m.Reply.ID]
+			end := s.waiting[m.Reply.ID]
 			delete(s.waiting, m.Reply.ID)
 			s.wmu.Unlock()
-			if ch != nil { // else: the run that made it has ended
-				ch <- *m.Reply
+			if end != nil { // else: the run that made it has ended
+				end(*m.Reply)
 			}
 		default:
 			return fmt.Errorf("mcp-gateway-codemode: an unexpected message from the gateway (want run or reply)")
@@ -96,40 +96,48 @@ func (s *server) read(dec *json.Decoder, runs chan<- *proto.RunRequest) error {
 	}
 }
 
-// run runs one program, its inner calls sent to the gateway.
+// run runs one program, its inner calls sent to the gateway: a call's
+// reply ends it from the reader's goroutine.
 func (s *server) run(req *proto.RunRequest) Outcome {
-	call := func(ctx context.Context, tool int, args json.RawMessage) (json.RawMessage, error) {
-		ch := make(chan proto.Reply, 1)
+	start := func(ctx context.Context, tool int, args json.RawMessage, end func(json.RawMessage, error)) {
+		var once sync.Once
+		var stop func() bool
+		finish := func(res json.RawMessage, err error) {
+			once.Do(func() { stop(); end(res, err) })
+		}
+		forget := func(id uint64) bool {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
+			_, ok := s.waiting[id]
+			delete(s.waiting, id)
+			return ok
+		}
 		s.wmu.Lock()
 		s.nextID++
 		id := s.nextID
-		s.waiting[id] = ch
-		s.wmu.Unlock()
-		forget := func() {
-			s.wmu.Lock()
-			delete(s.waiting, id)
-			s.wmu.Unlock()
-		}
-		if err := s.send(proto.Message{Call: &proto.Call{ID: id, Tool: tool, Arguments: args}}); err != nil {
-			forget()
-			return nil, err
-		}
-		select {
-		case r := <-ch:
+		// The run's end (its timeout) ends a call still waiting.
+		stop = context.AfterFunc(ctx, func() {
+			if forget(id) {
+				finish(nil, ctx.Err())
+			}
+		})
+		s.waiting[id] = func(r proto.Reply) {
 			switch {
 			case r.TooLarge > 0:
-				return nil, ResultTooLarge(r.TooLarge)
+				finish(nil, ResultTooLarge(r.TooLarge))
 			case r.Error != "":
-				return nil, errors.New(r.Error)
+				finish(nil, errors.New(r.Error))
+			default:
+				finish(r.Result, nil)
 			}
-			return r.Result, nil
-		case <-ctx.Done():
-			forget()
-			return nil, ctx.Err()
+		}
+		s.wmu.Unlock()
+		if err := s.send(proto.Message{Call: &proto.Call{ID: id, Tool: tool, Arguments: args}}); err != nil && forget(id) {
+			go finish(nil, err) // never on the engine's goroutine, which is the caller
 		}
 	}
 	if !req.SameTools {
 		s.tools = req.Tools
 	}
-	return Run(context.Background(), Program{Source: req.Source, Tools: s.tools, Call: call, Limits: req.Limits})
+	return Run(context.Background(), Program{Source: req.Source, Tools: s.tools, Start: start, Limits: req.Limits})
 }
