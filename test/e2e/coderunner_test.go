@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,8 +37,9 @@ func vmRSS(t *testing.T, pid int) int64 {
 // Code-mode programs run in runner processes of their own: a program that
 // allocates without bound is ended by its memory limit in its runner while
 // another client's calls keep succeeding, and the gateway's own memory
-// does not grow by what the program allocated; the runner is replaced,
-// and /metrics counts the runners.
+// does not grow by what the program allocated; the runner is replaced; a
+// runner killed in the middle of a run ends that run only; and /metrics
+// counts the runners.
 func TestCodeModeRunsInRunnerProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -108,6 +110,36 @@ func TestCodeModeRunsInRunnerProcesses(t *testing.T) {
 		t.Errorf("the gateway's RSS grew from %d to %d MiB during the run: the program's memory is the gateway's", before>>20, after>>20)
 	}
 
+	// A runner killed in the middle of a run ends that run only, saying so.
+	rcs, rec := recordingClient(ctx, t, g, sessionEra, "killed")
+	params := &mcp.CallToolParams{Name: "code-mode", Arguments: map[string]any{"script": `return await servers.everything["trigger-long-running-operation"]({duration: 20, steps: 20})`}}
+	params.SetProgressToken("cm-killed")
+	call := callAsync(ctx, rcs, params)
+	waitFor(ctx, t, "the run's first progress", func() bool { return len(rec.progressFor("cm-killed")) > 0 })
+	var runnerPid int
+	for pid, cmdline := range g.children() {
+		if strings.Contains(cmdline, "mcp-gateway-codemode") {
+			runnerPid = pid
+		}
+	}
+	if runnerPid == 0 {
+		t.Fatalf("no runner among the gateway's children: %v", g.children())
+	}
+	if err := syscall.Kill(runnerPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := awaitCall(ctx, t, "the run whose runner was killed", call)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantKilled := fmt.Sprintf("code-mode: the run's runner process (mcp-gateway-codemode, pid %d) ended in the middle of the run (signal: killed); the gateway and its other runs carry on", runnerPid)
+	if !r.res.IsError || !strings.Contains(text(r.res), wantKilled) {
+		t.Errorf("the run whose runner was killed: %v %q, want %q", r.res.IsError, text(r.res), wantKilled)
+	}
+	if res, err := victim.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "beside"}}); err != nil || text(res) != "Echo: beside" {
+		t.Errorf("another client's call after the runner died: %v %v", res, err)
+	}
+
 	res, sc = runScript(ctx, t, cs, "code-mode", `return (await servers.everything.echo({message: "after"}))`)
 	if got := resultJSON(t, res, sc); got != `"Echo: after"` {
 		t.Errorf("the run after: %s", got)
@@ -115,7 +147,9 @@ func TestCodeModeRunsInRunnerProcesses(t *testing.T) {
 	scraped := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "")
 	for series, want := range map[string]string{
 		`mcp_gateway_code_mode_runners`:                               "1",
-		`mcp_gateway_code_mode_runners_started_total`:                 "2",
+		`mcp_gateway_code_mode_runners_started_total`:                 "3",
+		`mcp_gateway_code_mode_runners_stopped_total{reason="died"}`:  "1",
+		`mcp_gateway_code_mode_runs_total{outcome="runner"}`:          "1",
 		`mcp_gateway_code_mode_runners_stopped_total{reason="limit"}`: "1",
 		`mcp_gateway_code_mode_runs_total{outcome="memory"}`:          "1",
 		`mcp_gateway_code_mode_runs_total{outcome="ok"}`:              "2",
