@@ -8,15 +8,15 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/codemode/engine"
 )
 
-// runnerEnv makes the test binary a runner (cmd/mcp-gateway-codemode's
+// testRunnerEnv makes the test binary a runner (cmd/mcp-gateway-codemode's
 // main), so the tests run programs in real runner processes.
-const runnerEnv = "CODEMODE_TEST_RUNNER"
+const testRunnerEnv = "CODEMODE_TEST_RUNNER"
 
 // testRunners are the tests' runners: this test binary, as a runner.
 var testRunners *Runners
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(runnerEnv) {
+	switch os.Getenv(testRunnerEnv) {
 	case "serve":
 		if err := engine.Serve(os.Stdin, os.Stdout, 0); err != nil {
 			os.Exit(1)
@@ -40,7 +40,7 @@ func newTestRunners(o RunnerOptions) *Runners {
 	}
 	o.Path = self
 	if o.Env == nil {
-		o.Env = []string{runnerEnv + "=serve"}
+		o.Env = []string{testRunnerEnv + "=serve"}
 	}
 	o.Logger = slog.New(slog.DiscardHandler)
 	return NewRunners(o)

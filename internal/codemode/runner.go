@@ -306,7 +306,7 @@ func (p *Runners) get() (*proc, error) {
 
 func (p *Runners) start() (*proc, error) {
 	cmd := exec.Command(p.path)
-	cmd.Env = append(os.Environ(), p.o.Env...)
+	cmd.Env = append(runnerEnv(), p.o.Env...)
 	r := &proc{cmd: cmd, msgs: make(chan proto.Message, 16), exited: make(chan struct{})}
 	cmd.Stderr = &r.stderr
 	stdin, err := cmd.StdinPipe()
@@ -352,6 +352,18 @@ func (p *Runners) start() (*proc, error) {
 	}
 	p.o.Logger.Debug("code-mode runner started", "pid", cmd.Process.Pid)
 	return r, nil
+}
+
+// runnerEnv is the environment a runner gets: the Go runtime's settings
+// only, none of the gateway's own (its tokens, its servers' secrets).
+func runnerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name == "GOGC" || name == "GOMEMLIMIT" || name == "GOMAXPROCS" || name == "GODEBUG" || name == "GOTRACEBACK" {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // dataLimit is the OS's cap on a runner's data segment: room for the

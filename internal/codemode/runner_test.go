@@ -136,7 +136,7 @@ func TestRunnersAreBoundedPerClient(t *testing.T) {
 // A runner that dies ends only its run, with a result saying so; a runner
 // that is not installed is named with what to do.
 func TestRunnerFailures(t *testing.T) {
-	p := newTestRunners(RunnerOptions{Env: []string{runnerEnv + "=crash"}})
+	p := newTestRunners(RunnerOptions{Env: []string{testRunnerEnv + "=crash"}})
 	defer p.Close()
 	out := p.Run(context.Background(), "a", Program{Source: `return 1`})
 	var re *RunnerError
@@ -171,5 +171,15 @@ func TestMemoryBackstopEndsOnlyTheRun(t *testing.T) {
 	}
 	if out := p.Run(context.Background(), "a", Program{Source: `return 3`}); out.Err != nil || string(out.Value) != "3" {
 		t.Errorf("the run after: %s %v", out.Value, out.Err)
+	}
+}
+
+// A runner gets none of the gateway's environment but the Go runtime's.
+func TestRunnerEnvironment(t *testing.T) {
+	t.Setenv("GATEWAY_ACCESS_TOKEN", "secret")
+	t.Setenv("GOGC", "150")
+	env := strings.Join(runnerEnv(), " ")
+	if strings.Contains(env, "secret") || !strings.Contains(env, "GOGC=150") {
+		t.Errorf("a runner's environment: %s", env)
 	}
 }
