@@ -201,6 +201,7 @@ func (p *Runners) run(ctx context.Context, client string, prog Program) Outcome 
 		return Outcome{Err: proto.Limitf(LimitProgramBytes, "the program is %d bytes, more than %d", n, lim.ProgramBytes)}
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	began := time.Now()
 	release, err := p.acquire(waitCtx, client)
 	cancel()
 	if err != nil {
@@ -211,6 +212,8 @@ func (p *Runners) run(ctx context.Context, client string, prog Program) Outcome 
 			lim.Timeout, p.o.MaxPerClient, p.o.MaxTotal)}
 	}
 	defer release()
+	// The wait for a runner counts against the run's time.
+	lim.Timeout = max((lim.Timeout - time.Since(began)).Round(time.Millisecond), time.Millisecond)
 	r, err := p.get()
 	if err != nil {
 		return Outcome{Err: &RunnerError{Message: fmt.Sprintf("could not start the code-mode runner %s: %v", p.path, err)}}
