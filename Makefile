@@ -13,6 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 
 build:
 	$(GO) build -o bin/mcp-gateway ./cmd/mcp-gateway
+	$(GO) build -o bin/mcp-gateway-codemode ./cmd/mcp-gateway-codemode
 
 # make run PORT=50006 serves on another port (when 50005 is taken); the
 # environment's PORT is not taken (servers use that name for their own).

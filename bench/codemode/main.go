@@ -38,11 +38,15 @@ import (
 
 const token = "bench-codemode-token"
 
+// prebuilt is -gateway-bin: another build to measure (an older one, to compare).
+var prebuilt string
+
 func main() {
 	short := flag.Bool("short", false, "a few calls only (a smoke test)")
 	servers := flag.Int("servers", 64, "servers behind the gateway")
 	tools := flag.Int("tools", 20, "tools per server")
 	calls := flag.Int("calls", 400, "measured calls (and runs) per figure")
+	flag.StringVar(&prebuilt, "gateway-bin", "", "measure this mcp-gateway executable (its runner beside it) instead of building ./cmd/mcp-gateway")
 	flag.Parse()
 	if *short {
 		*calls = 20
@@ -60,7 +64,11 @@ func run(nServers, nTools, calls int) error {
 	}
 	defer os.RemoveAll(dir)
 	gatewayBin, echoBin := filepath.Join(dir, "mcp-gateway"), filepath.Join(dir, "echo")
-	for bin, pkg := range map[string]string{gatewayBin: "./cmd/mcp-gateway", echoBin: "./bench/echo"} {
+	runnerBin := filepath.Join(dir, "mcp-gateway-codemode") // found beside the gateway
+	for bin, pkg := range map[string]string{gatewayBin: "./cmd/mcp-gateway", runnerBin: "./cmd/mcp-gateway-codemode", echoBin: "./bench/echo"} {
+		if prebuilt != "" && bin != echoBin {
+			continue
+		}
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 		}
@@ -80,6 +88,9 @@ func run(nServers, nTools, calls int) error {
 	if err != nil {
 		return err
 	}
+	if prebuilt != "" {
+		gatewayBin = prebuilt
+	}
 	cmd := exec.Command(gatewayBin, "serve", "--config", cfg.String(), "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--token-file", "", "--catalog-file", filepath.Join(dir, "none.json"), "--code-mode", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "GATEWAY_ACCESS_TOKEN="+token)
@@ -93,6 +104,7 @@ func run(nServers, nTools, calls int) error {
 		return err
 	}
 	fmt.Printf("# Code mode: %d servers × %d tools (echo, bench/echo), %s\n\n", nServers, nTools, time.Now().UTC().Format("2006-01-02"))
+	rest := vmRSS(cmd.Process.Pid)
 
 	// tools/list: every tool, against code-mode and one generated tool.
 	_, listBytes, err := c.listAll(nServers*nTools + 1)
@@ -159,7 +171,57 @@ func run(nServers, nTools, calls int) error {
 		}
 	}
 	fmt.Println("\nThe goal for an inner call: at most 1.2× a direct tools/call (the per-inner-call column, the run's own cost taken out).")
+
+	// Memory: the gateway's, and its code-mode runners' (children of it).
+	var runners []string
+	for _, pid := range children(cmd.Process.Pid) {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.HasPrefix(string(comm), "mcp-gateway-cod") {
+			runners = append(runners, fmt.Sprintf("%.1f", float64(vmRSS(pid))/(1<<20)))
+		}
+	}
+	fmt.Println("\n| VmRSS | MiB |")
+	fmt.Println("|---|---:|")
+	fmt.Printf("| the gateway at rest (initialized, tools/list) | %.1f |\n", float64(rest)/(1<<20))
+	fmt.Printf("| the gateway after the runs | %.1f |\n", float64(vmRSS(cmd.Process.Pid))/(1<<20))
+	fmt.Printf("| its code-mode runner processes | %s |\n", orNone(runners))
 	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none (in-process)"
+	}
+	return strings.Join(s, ", ")
+}
+
+// vmRSS is a process's resident memory in bytes (/proc/PID/status), 0 off Linux.
+func vmRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// children are the pids whose parent is pid (forked by any of its threads).
+func children(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // want checks a tools/call result: its structuredContent.result (code

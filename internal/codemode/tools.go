@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -30,6 +31,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics counts the runs; nil: not counted.
 	Metrics Metrics
+	// Runners run the programs, in processes of their own; nil: the
+	// gateway's own, made at its first run with the default bounds.
+	Runners *Runners
 }
 
 // Metrics counts runs: outcome is "ok", "error" (the program threw or did
@@ -67,6 +71,20 @@ func Builtin(router *gateway.Router, opts Options) gateway.Builtin {
 type mode struct {
 	router *gateway.Router
 	opts   Options
+
+	once    sync.Once
+	runners *Runners
+}
+
+// runnersOf are the runners of opts, else the mode's own.
+func (m *mode) runnersOf() *Runners {
+	if m.opts.Runners != nil {
+		return m.opts.Runners
+	}
+	m.once.Do(func() {
+		m.runners = NewRunners(RunnerOptions{Logger: m.opts.Logger, MemoryBytes: m.opts.Limits.MemoryBytes})
+	})
+	return m.runners
 }
 
 func (m *mode) logger() *slog.Logger {
@@ -236,7 +254,8 @@ func generatedTool(name string, sel selection, tools []Tool) json.RawMessage {
 // run runs a program for the caller of c and makes its CallToolResult.
 func (m *mode) run(ctx context.Context, c *gateway.BuiltinCall, script string, tools []Tool) json.RawMessage {
 	var progress atomic.Uint64
-	out := Run(ctx, Program{Source: script, Tools: tools, Limits: m.opts.Limits,
+	client := fmt.Sprintf("%p/%s", m.router, c.Client())
+	out := m.runnersOf().Run(ctx, client, Program{Source: script, Tools: tools, Limits: m.opts.Limits,
 		Call: func(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
 			return c.CallInner(ctx, t.Exposed, t.Server+"."+t.Name, args, &progress)
 		}})
@@ -252,11 +271,14 @@ func (m *mode) run(ctx context.Context, c *gateway.BuiltinCall, script string, t
 // outcomeOf names how a run ended, for the metrics and the log.
 func outcomeOf(err error) string {
 	var le *LimitError
+	var re *RunnerError
 	switch {
 	case err == nil:
 		return "ok"
 	case errors.As(err, &le):
 		return le.Limit
+	case errors.As(err, &re):
+		return "runner"
 	case errors.Is(err, ErrCancelled):
 		return "cancelled"
 	}

@@ -89,7 +89,7 @@ func newGateway(t *testing.T) (*gateway.Gateway, *gateway.Session, *guard, *upst
 	r.Add(&upstream{name: "everything", tools: []string{tool("echo"), tool("get-sum")}})
 	gd := &guard{}
 	g.Guard = gd
-	if err := r.SetBuiltins([]gateway.Builtin{Builtin(r, Options{})}); err != nil {
+	if err := r.SetBuiltins([]gateway.Builtin{Builtin(r, Options{Runners: testRunners})}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Start(context.Background()); err != nil {

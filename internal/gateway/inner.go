@@ -54,6 +54,12 @@ func outerAsk(ctx context.Context) func(context.Context, json.RawMessage) (json.
 // calls it makes carry it.
 func (c *BuiltinCall) Run() string { return c.run }
 
+// Client is the calling client's name (its clientInfo.name).
+func (c *BuiltinCall) Client() string {
+	name, _ := wire.GetString(c.sess.clientInfo, "name")
+	return name
+}
+
 // ProgressToken is the caller's progress token, nil without one.
 func (c *BuiltinCall) ProgressToken() json.RawMessage {
 	return wire.Get(wire.Get(c.Params, "_meta"), "progressToken")

@@ -421,23 +421,57 @@ func (t *Telemetry) ReplayEventsDropped(limit string, n int) {
 type codeModeMetrics struct {
 	runs  *prometheus.CounterVec
 	inner prometheus.Counter
+
+	runners        prometheus.Gauge
+	runnersStarted prometheus.Counter
+	runnersStopped *prometheus.CounterVec
 }
 
 func newCodeModeMetrics() codeModeMetrics {
 	return codeModeMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_gateway_code_mode_runs_total",
-			Help: "Code-mode programs run, by outcome: ok, error (the program threw), cancelled, or the limit that ended the run (timeout, cpu, calls, program-bytes, result-bytes, return-bytes, memory).",
+			Help: "Code-mode programs run, by outcome: ok, error (the program threw), cancelled, runner (its runner process could not start or died), or the limit that ended the run (timeout, cpu, calls, program-bytes, result-bytes, return-bytes, memory).",
 		}, []string{"outcome"}),
 		inner: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcp_gateway_code_mode_inner_calls_total",
 			Help: "Tool calls made by code-mode programs.",
 		}),
+		runners: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcp_gateway_code_mode_runners",
+			Help: "Code-mode runner processes (mcp-gateway-codemode) alive, busy or idle.",
+		}),
+		runnersStarted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_gateway_code_mode_runners_started_total",
+			Help: "Code-mode runner processes started.",
+		}),
+		runnersStopped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_gateway_code_mode_runners_stopped_total",
+			Help: "Code-mode runner processes stopped, by reason: idle, limit (its run hit a limit), cancelled, died (it exited in the middle of a run), closed.",
+		}, []string{"reason"}),
 	}
 }
 
 func (c codeModeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.runs, c.inner}
+	return []prometheus.Collector{c.runs, c.inner, c.runners, c.runnersStarted, c.runnersStopped}
+}
+
+// CodeModeRunnerStarted counts a code-mode runner process started
+// (codemode.RunnerMetrics).
+func (t *Telemetry) CodeModeRunnerStarted() {
+	if t != nil && t.Metrics != nil && t.Metrics.callSet != nil {
+		t.Metrics.codeMode.runners.Inc()
+		t.Metrics.codeMode.runnersStarted.Inc()
+	}
+}
+
+// CodeModeRunnerStopped counts a code-mode runner process stopped
+// (codemode.RunnerMetrics).
+func (t *Telemetry) CodeModeRunnerStopped(reason string) {
+	if t != nil && t.Metrics != nil && t.Metrics.callSet != nil {
+		t.Metrics.codeMode.runners.Dec()
+		t.Metrics.codeMode.runnersStopped.WithLabelValues(reason).Inc()
+	}
 }
 
 // CodeModeRunEnded counts a code-mode run and its inner calls

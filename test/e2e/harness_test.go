@@ -64,6 +64,14 @@ func setup(m *testing.M) (int, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("building mcp-gateway: %v\n%s", err, out)
 	}
+	// The code-mode runner, beside the gateway where it finds it; without
+	// the race detector, whose shadow memory does not fit under the data
+	// cap the gateway puts on a runner.
+	build = exec.Command("go", "build", "-o", filepath.Join(dir, "mcp-gateway-codemode"), "./cmd/mcp-gateway-codemode")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("building mcp-gateway-codemode: %v\n%s", err, out)
+	}
 	standIns = filepath.Join(dir, "stand-ins")
 	if err := writeStandIns(standIns); err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package codemode
+package engine
 
 import (
 	"context"
@@ -10,23 +10,25 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode/proto"
 )
 
 // fakeTools are a memory-like and an echo-like server's tools.
-var fakeTools = []Tool{
-	{Server: "memory", Name: "read_graph", Exposed: "read_graph", Def: json.RawMessage(`{"name":"read_graph","inputSchema":{"type":"object"}}`)},
-	{Server: "everything", Name: "echo", Exposed: "echo", Def: json.RawMessage(`{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}`)},
-	{Server: "everything", Name: "get-tiny-image", Exposed: "get-tiny-image"},
-	{Server: "memory", Name: "delete_entities", Exposed: "delete_entities"},
-	{Server: "memory", Name: "broken", Exposed: "broken"},
-	{Server: "memory", Name: "gone", Exposed: "gone"},
-	{Server: "everything", Name: "slow", Exposed: "slow"},
-	{Server: "everything", Name: "huge", Exposed: "huge"},
+var fakeTools = []proto.Func{
+	{Server: "memory", Name: "read_graph"},
+	{Server: "everything", Name: "echo"},
+	{Server: "everything", Name: "get-tiny-image"},
+	{Server: "memory", Name: "delete_entities"},
+	{Server: "memory", Name: "broken"},
+	{Server: "memory", Name: "gone"},
+	{Server: "everything", Name: "slow"},
+	{Server: "everything", Name: "huge"},
 }
 
 // fakeCall answers like the real servers would, through the gateway.
-func fakeCall(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
-	switch t.Name {
+func fakeCall(ctx context.Context, i int, args json.RawMessage) (json.RawMessage, error) {
+	switch fakeTools[i].Name {
 	case "read_graph":
 		return json.RawMessage(`{"content":[{"type":"text","text":"{...}"}],"structuredContent":{"entities":[{"name":"Ada","entityType":"person"}],"relations":[]}}`), nil
 	case "echo":
@@ -47,10 +49,10 @@ func fakeCall(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessag
 	case "huge":
 		return json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": strings.Repeat("x", 4096)}}})
 	}
-	return nil, fmt.Errorf("no tool %s", t.Name)
+	return nil, fmt.Errorf("no tool %s", fakeTools[i].Name)
 }
 
-func runFake(t *testing.T, src string, lim Limits) Outcome {
+func runFake(t *testing.T, src string, lim proto.Limits) Outcome {
 	t.Helper()
 	return Run(context.Background(), Program{Source: src, Tools: fakeTools, Call: fakeCall, Limits: lim})
 }
@@ -87,7 +89,7 @@ func TestProgramsCallToolsAndReturnJSON(t *testing.T) {
 			`["undefined","undefined","undefined","undefined","undefined","undefined","undefined"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := runFake(t, tc.src, Limits{})
+			out := runFake(t, tc.src, proto.Limits{})
 			if out.Err != nil {
 				t.Fatalf("err %v", out.Err)
 			}
@@ -107,7 +109,7 @@ func TestProgramErrors(t *testing.T) {
 		{"deep recursion", `function f(n) { return f(n+1) + 1 } return f(0)`, "recursion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := runFake(t, tc.src, Limits{})
+			out := runFake(t, tc.src, proto.Limits{})
 			var ex *Exception
 			if !errors.As(out.Err, &ex) || !strings.Contains(ex.Message, tc.want) {
 				t.Fatalf("err %v, want an Exception with %q", out.Err, tc.want)
@@ -119,19 +121,19 @@ func TestProgramErrors(t *testing.T) {
 func TestLimitsEndTheRunSayingWhich(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
-		lim       Limits
+		lim       proto.Limits
 		limit     string
 		detail    string
 	}{
-		{"wall clock", `await servers.everything.slow({})`, Limits{Timeout: 200 * time.Millisecond}, LimitTimeout, "longer than 200ms"},
-		{"cpu", `for (;;) {}`, Limits{CPU: 200 * time.Millisecond}, LimitCPU, "more than 200ms"},
-		{"cpu across awaits", `for (;;) { await servers.everything.echo({message: "x"}) ; for (let i = 0; i < 1e5; i++) {} }`, Limits{CPU: 200 * time.Millisecond, Calls: 1e6}, LimitCPU, "more than 200ms"},
-		{"calls", `for (;;) servers.everything.echo({message: "x"})`, Limits{Calls: 50}, LimitCalls, "more than 50 inner calls"},
-		{"program size", strings.Repeat(" ", 2000), Limits{ProgramBytes: 1000}, LimitProgramBytes, "2000 bytes"},
-		{"inner result", `return await servers.everything.huge({})`, Limits{ResultBytes: 1000}, LimitResultBytes, "everything.huge returned"},
-		{"returned value", `return "x".repeat(5000)`, Limits{ReturnBytes: 1000}, LimitReturnBytes, "5002 bytes"},
-		{"memory", `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i)`, Limits{MemoryBytes: 32 << 20}, LimitMemory, "heap grew"},
-		{"one huge string", `return "x".repeat(1 << 30).length`, Limits{MemoryBytes: 32 << 20}, LimitMemory, "String.prototype.repeat"},
+		{"wall clock", `await servers.everything.slow({})`, proto.Limits{Timeout: 200 * time.Millisecond}, LimitTimeout, "longer than 200ms"},
+		{"cpu", `for (;;) {}`, proto.Limits{CPU: 200 * time.Millisecond}, LimitCPU, "more than 200ms"},
+		{"cpu across awaits", `for (;;) { await servers.everything.echo({message: "x"}) ; for (let i = 0; i < 1e5; i++) {} }`, proto.Limits{CPU: 200 * time.Millisecond, Calls: 1e6}, LimitCPU, "more than 200ms"},
+		{"calls", `for (;;) servers.everything.echo({message: "x"})`, proto.Limits{Calls: 50}, LimitCalls, "more than 50 inner calls"},
+		{"program size", strings.Repeat(" ", 2000), proto.Limits{ProgramBytes: 1000}, LimitProgramBytes, "2000 bytes"},
+		{"inner result", `return await servers.everything.huge({})`, proto.Limits{ResultBytes: 1000}, LimitResultBytes, "everything.huge returned"},
+		{"returned value", `return "x".repeat(5000)`, proto.Limits{ReturnBytes: 1000}, LimitReturnBytes, "5002 bytes"},
+		{"memory", `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i)`, proto.Limits{MemoryBytes: 32 << 20}, LimitMemory, "heap grew"},
+		{"one huge string", `return "x".repeat(1 << 30).length`, proto.Limits{MemoryBytes: 32 << 20}, LimitMemory, "String.prototype.repeat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := runFake(t, tc.src, tc.lim)
@@ -139,8 +141,8 @@ func TestLimitsEndTheRunSayingWhich(t *testing.T) {
 			if !errors.As(out.Err, &le) || le.Limit != tc.limit || !strings.Contains(le.Error(), tc.detail) {
 				t.Fatalf("err %v, want the %s limit saying %q", out.Err, tc.limit, tc.detail)
 			}
-			if !strings.Contains(le.Error(), flagOf[tc.limit]) {
-				t.Errorf("%q does not name the flag %s", le.Error(), flagOf[tc.limit])
+			if !strings.Contains(le.Error(), "--code-mode-") {
+				t.Errorf("%q does not name the flag %s", le.Error(), "--code-mode-")
 			}
 		})
 	}
@@ -150,7 +152,7 @@ func TestConcurrentCallsAreBounded(t *testing.T) {
 	var inFlight, most atomic.Int32
 	release := make(chan struct{})
 	var once sync.Once
-	call := func(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
+	call := func(ctx context.Context, _ int, args json.RawMessage) (json.RawMessage, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
@@ -169,7 +171,7 @@ func TestConcurrentCallsAreBounded(t *testing.T) {
 		return json.RawMessage(`{"content":[]}`), nil
 	}
 	out := Run(context.Background(), Program{Source: `await Promise.all(Array.from({length: 20}, () => servers.everything.echo({}))); return "done"`,
-		Tools: fakeTools, Call: call, Limits: Limits{Concurrent: 3}})
+		Tools: fakeTools, Call: call, Limits: proto.Limits{Concurrent: 3}})
 	if out.Err != nil || string(out.Value) != `"done"` {
 		t.Fatalf("%s %v", out.Value, out.Err)
 	}
@@ -182,7 +184,7 @@ func TestCancellingTheRunCancelsItsCalls(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
 	ended := make(chan error, 1)
-	call := func(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
+	call := func(ctx context.Context, _ int, args json.RawMessage) (json.RawMessage, error) {
 		close(started)
 		<-ctx.Done()
 		ended <- ctx.Err()
@@ -199,24 +201,8 @@ func TestCancellingTheRunCancelsItsCalls(t *testing.T) {
 }
 
 func TestConsoleLogComesBack(t *testing.T) {
-	out := runFake(t, `console.log("a", 1, {b: 2}); console.error(new Error("e")); return 1`, Limits{})
+	out := runFake(t, `console.log("a", 1, {b: 2}); console.error(new Error("e")); return 1`, proto.Limits{})
 	if want := []string{`a 1 {"b":2}`, `Error: e`}; fmt.Sprint(out.Logs) != fmt.Sprint(want) {
 		t.Errorf("logs %q, want %q", out.Logs, want)
-	}
-}
-
-func TestSignatures(t *testing.T) {
-	def := json.RawMessage(`{"name":"create_entities","description":"Create multiple new entities\nin the graph","inputSchema":{"type":"object","properties":{
-		"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"observations":{"type":"array","items":{"type":"string"}},"entityType":{"type":"string"}},"required":["name","entityType"]}},
-		"mode":{"enum":["fast","slow"]},"n":{"type":["integer","null"]},"tags":{"type":"object","additionalProperties":{"type":"string"}}},"required":["entities"]},
-		"outputSchema":{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}}}}`)
-	got := Tool{Server: "memory", Name: "create_entities", Def: def}.Signature()
-	want := "// Create multiple new entities\n" +
-		`servers.memory.create_entities(args: {entities: {name: string, entityType: string, observations?: string[]}[], mode?: "fast" | "slow", n?: number | null, tags?: {[key: string]: string}}): Promise<{entities?: object[]}>`
-	if got != want {
-		t.Errorf("signature\n%s\nwant\n%s", got, want)
-	}
-	if got, want := (Tool{Server: "my-server", Name: "get-sum"}).Call(), `servers["my-server"]["get-sum"]`; got != want {
-		t.Errorf("call %s, want %s", got, want)
 	}
 }

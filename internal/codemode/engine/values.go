@@ -1,4 +1,4 @@
-package codemode
+package engine
 
 import (
 	"encoding/json"

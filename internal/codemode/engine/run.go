@@ -1,4 +1,4 @@
-package codemode
+package engine
 
 import (
 	"context"
@@ -13,54 +13,61 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode/proto"
 )
 
-// Tool is a function a program may call: one tool of one server.
-type Tool struct {
-	Server  string          // the server's configured name: servers.<Server>
-	Name    string          // the tool's name at its server: servers.<Server>.<Name>
-	Exposed string          // its name in the gateway's tools/list, which CallFunc takes
-	Def     json.RawMessage // its definition (inputSchema, outputSchema, description)
-	// Hidden: the caller's policy hides it; it is callable (and refused
-	// with the policy's reason), but not described.
-	Hidden bool
-}
+// CallFunc makes one inner call of a run, of the run's Tools[tool]: its
+// CallToolResult, or an error for a call that got no result (a JSON-RPC
+// error, the run ending), or a ResultTooLarge.
+type CallFunc func(ctx context.Context, tool int, arguments json.RawMessage) (json.RawMessage, error)
 
-// CallFunc makes one inner call of a run: the tool's CallToolResult, or an
-// error for a call that got no result (a JSON-RPC error, the run ending).
-type CallFunc func(ctx context.Context, t Tool, arguments json.RawMessage) (json.RawMessage, error)
+// ResultTooLarge is the error of an inner call whose result (of that many
+// bytes) was larger than the run's ResultBytes, and so not passed on.
+type ResultTooLarge int
+
+func (n ResultTooLarge) Error() string { return fmt.Sprintf("a result of %d bytes", int(n)) }
+
+// StartFunc starts one inner call and returns at once; end is called
+// once, from another goroutine, with what CallFunc would return. A runner
+// starts its calls so (serve.go): a call's reply settles it with no
+// goroutine waiting for it.
+type StartFunc func(ctx context.Context, tool int, arguments json.RawMessage, end func(json.RawMessage, error))
 
 // Program is one run's program and what it may call.
 type Program struct {
 	// Source is the body of an async function: it may await, and what it
 	// returns (as JSON) is the run's value.
 	Source string
-	Tools  []Tool
+	Tools  []proto.Func
+	// Call makes an inner call, or Start starts one (when set).
 	Call   CallFunc
-	Limits Limits
+	Start  StartFunc
+	Limits proto.Limits
 }
 
-// Outcome is how a run ended.
-type Outcome struct {
-	// Value is the returned value as JSON ("null" for undefined); nil when
-	// the run failed.
-	Value json.RawMessage
-	// Err is why the run failed: a *LimitError, an *Exception (the program
-	// threw, or did not compile), or the caller's cancellation.
-	Err     error
-	Calls   int           // inner calls made
-	Logs    []string      // console.log's lines
-	Elapsed time.Duration // wall-clock time
-	CPU     time.Duration // time the program's code ran
-}
+// The outcome of a run and its errors are proto's.
+type (
+	Outcome    = proto.Outcome
+	Exception  = proto.Exception
+	LimitError = proto.LimitError
+)
 
-// Exception is a program that threw (or was rejected) or did not compile.
-type Exception struct{ Message string }
+var limitf = proto.Limitf
 
-func (e *Exception) Error() string { return "code-mode: the program failed: " + e.Message }
+// The limits' names.
+const (
+	LimitTimeout      = proto.LimitTimeout
+	LimitCPU          = proto.LimitCPU
+	LimitCalls        = proto.LimitCalls
+	LimitProgramBytes = proto.LimitProgramBytes
+	LimitResultBytes  = proto.LimitResultBytes
+	LimitReturnBytes  = proto.LimitReturnBytes
+	LimitMemory       = proto.LimitMemory
+)
 
 // ErrCancelled ends a run whose caller cancelled it.
-var ErrCancelled = errors.New("code-mode: the run was cancelled by its caller")
+var ErrCancelled = proto.ErrCancelled
 
 // At most this much of console.log's output is kept.
 const (
@@ -96,7 +103,7 @@ var unsafeGlobals = []string{"ArrayBuffer", "SharedArrayBuffer", "DataView", "At
 // (done, sem, running).
 type run struct {
 	p    Program
-	lim  Limits
+	lim  proto.Limits
 	ctx  context.Context
 	vm   *goja.Runtime
 	done chan completion // inner calls that ended
@@ -116,7 +123,7 @@ type run struct {
 
 // completion is an inner call that ended, to be settled on the engine's goroutine.
 type completion struct {
-	tool            Tool
+	tool            int // in p.Tools
 	result          json.RawMessage
 	err             error
 	resolve, reject func(any) error
@@ -125,7 +132,7 @@ type completion struct {
 // Run runs a program to its end: its value, or why it failed.
 func Run(ctx context.Context, p Program) Outcome {
 	began := time.Now()
-	r := &run{p: p, lim: p.Limits.withDefaults()}
+	r := &run{p: p, lim: p.Limits.WithDefaults()}
 	out := r.run(ctx)
 	out.Calls, out.Logs, out.Elapsed, out.CPU = r.calls, r.logs, time.Since(began), r.cpu
 	return out
@@ -305,7 +312,7 @@ func (r *run) watchMemory() func() {
 			runtime.GC()
 			now, _ := read()
 			if now > base+ceiling {
-				r.vm.Interrupt(limitf(LimitMemory, "the gateway's heap grew by %d MiB while the program ran, more than %d MiB", (now-base)>>20, ceiling>>20))
+				r.vm.Interrupt(limitf(LimitMemory, "the run's heap grew by %d MiB while the program ran, more than %d MiB", (now-base)>>20, ceiling>>20))
 				return
 			}
 			trigger = now + ceiling
@@ -352,7 +359,7 @@ func (r *run) setup() error {
 			names[i] = r.p.Tools[j].Name
 		}
 		return vm.NewDynamicObject(&lazyObject{keys: names, make: func(tool string) goja.Value {
-			return vm.ToValue(r.function(r.p.Tools[idx[slices.Index(names, tool)]]))
+			return vm.ToValue(r.function(idx[slices.Index(names, tool)]))
 		}})
 	}})
 	if err := vm.Set("servers", servers); err != nil {
@@ -453,7 +460,8 @@ func (r *run) log(call goja.FunctionCall) goja.Value {
 
 // function is a tool as the program calls it: one argument (an object, the
 // tool's arguments), a promise of its value.
-func (r *run) function(t Tool) func(goja.FunctionCall) goja.Value {
+func (r *run) function(i int) func(goja.FunctionCall) goja.Value {
+	t := r.p.Tools[i]
 	return func(call goja.FunctionCall) goja.Value {
 		vm := r.vm
 		args := json.RawMessage(`{}`)
@@ -474,7 +482,25 @@ func (r *run) function(t Tool) func(goja.FunctionCall) goja.Value {
 		}
 		promise, resolve, reject := vm.NewPromise()
 		r.pending++
-		go r.callInner(completion{tool: t, resolve: resolve, reject: reject}, args)
+		c := completion{tool: i, resolve: resolve, reject: reject}
+		if r.p.Start == nil {
+			go r.callInner(c, args)
+			return vm.ToValue(promise)
+		}
+		select {
+		case r.sem <- struct{}{}: // a slot is free: start it from here
+			r.start(c, args)
+		default:
+			go func() {
+				select {
+				case r.sem <- struct{}{}:
+					r.start(c, args)
+				case <-r.ctx.Done():
+					c.err = r.ctx.Err()
+					r.deliver(c)
+				}
+			}()
+		}
 		return vm.ToValue(promise)
 	}
 }
@@ -489,6 +515,21 @@ func (r *run) callInner(c completion, args json.RawMessage) {
 	case <-r.ctx.Done():
 		c.err = r.ctx.Err()
 	}
+	r.deliver(c)
+}
+
+// start starts an inner call (Program.Start) holding a slot of the
+// concurrent limit, which its end frees.
+func (r *run) start(c completion, args json.RawMessage) {
+	r.p.Start(r.ctx, c.tool, args, func(result json.RawMessage, err error) {
+		c.result, c.err = result, err
+		<-r.sem
+		r.deliver(c)
+	})
+}
+
+// deliver hands an inner call's end to the engine.
+func (r *run) deliver(c completion) {
 	select {
 	case r.done <- c:
 	case <-r.over:
@@ -498,22 +539,27 @@ func (r *run) callInner(c completion, args json.RawMessage) {
 // settle settles an inner call's promise with its value, or rejects it
 // with an exception the program can catch.
 func (r *run) settle(c completion) error {
-	label := c.tool.Server + "." + c.tool.Name
+	t := r.p.Tools[c.tool]
+	label := t.Server + "." + t.Name
+	var tooLarge ResultTooLarge
+	if errors.As(c.err, &tooLarge) {
+		return limitf(LimitResultBytes, "%s returned %d bytes, more than %d", label, int(tooLarge), r.lim.ResultBytes)
+	}
 	if c.err != nil {
 		if r.ctx.Err() != nil {
 			return r.ctxErr()
 		}
-		return c.reject(r.exception("CallError", fmt.Sprintf("%s: %v", label, c.err), c.tool, nil))
+		return c.reject(r.exception("CallError", fmt.Sprintf("%s: %v", label, c.err), t, nil))
 	}
 	if n := len(c.result); n > r.lim.ResultBytes {
 		return limitf(LimitResultBytes, "%s returned %d bytes, more than %d", label, n, r.lim.ResultBytes)
 	}
 	v, err := valueOf(c.result)
 	if err != nil {
-		return c.reject(r.exception("CallError", fmt.Sprintf("%s: its result is not a tool result: %v", label, err), c.tool, nil))
+		return c.reject(r.exception("CallError", fmt.Sprintf("%s: its result is not a tool result: %v", label, err), t, nil))
 	}
 	if v.denied != nil {
-		return c.reject(r.exception("PolicyDenied", v.text, c.tool, map[string]json.RawMessage{
+		return c.reject(r.exception("PolicyDenied", v.text, t, map[string]json.RawMessage{
 			"code": v.deniedCode, "policies": v.deniedPolicies, "content": v.value}))
 	}
 	if v.isError {
@@ -521,7 +567,7 @@ func (r *run) settle(c completion) error {
 		if msg == "" {
 			msg = label + " failed"
 		}
-		return c.reject(r.exception("ToolError", msg, c.tool, map[string]json.RawMessage{"content": v.value}))
+		return c.reject(r.exception("ToolError", msg, t, map[string]json.RawMessage{"content": v.value}))
 	}
 	val, err := r.parse(goja.Undefined(), r.vm.ToValue(string(v.value)))
 	if err != nil {
@@ -532,7 +578,7 @@ func (r *run) settle(c completion) error {
 
 // exception is an Error named name, with the tool it came from and the
 // given properties (JSON).
-func (r *run) exception(name, message string, t Tool, props map[string]json.RawMessage) goja.Value {
+func (r *run) exception(name, message string, t proto.Func, props map[string]json.RawMessage) goja.Value {
 	ctor, _ := r.errorCtor.(*goja.Object)
 	e, err := r.vm.New(ctor, r.vm.ToValue(message))
 	if err != nil {

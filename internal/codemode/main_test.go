@@ -1,0 +1,47 @@
+package codemode
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/codemode/engine"
+)
+
+// testRunnerEnv makes the test binary a runner (cmd/mcp-gateway-codemode's
+// main), so the tests run programs in real runner processes.
+const testRunnerEnv = "CODEMODE_TEST_RUNNER"
+
+// testRunners are the tests' runners: this test binary, as a runner.
+var testRunners *Runners
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(testRunnerEnv) {
+	case "serve":
+		if err := engine.Serve(os.Stdin, os.Stdout, 0); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "crash":
+		os.Stderr.WriteString("panic: the runner broke\n")
+		os.Exit(2)
+	}
+	testRunners = newTestRunners(RunnerOptions{})
+	code := m.Run()
+	testRunners.Close()
+	os.Exit(code)
+}
+
+// newTestRunners are runners of this test binary, serving.
+func newTestRunners(o RunnerOptions) *Runners {
+	self, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	o.Path = self
+	if o.Env == nil {
+		o.Env = []string{testRunnerEnv + "=serve"}
+	}
+	o.Logger = slog.New(slog.DiscardHandler)
+	return NewRunners(o)
+}
