@@ -273,6 +273,7 @@ type proc struct {
 	timer  *time.Timer  // stops it when idle
 	tools  []proto.Func // the functions of its last run
 	sent   []Tool       // the tools of its last run, as given
+	listed int          // runs whose tools were listed and compared one by one
 	cur    atomic.Pointer[runState]
 }
 
@@ -447,6 +448,7 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 		// The very tools of its last run (resolve keeps them): nothing to compare.
 		req.SameTools = true
 	default:
+		r.listed++
 		funcs := make([]proto.Func, len(prog.Tools))
 		for i, t := range prog.Tools {
 			funcs[i] = proto.Func{Server: t.Server, Name: t.Name}
