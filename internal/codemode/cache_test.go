@@ -88,7 +88,7 @@ func TestToolsCacheKeepsOnlyTheSameTools(t *testing.T) {
 		t.Fatal("an empty cache returned tools")
 	}
 	kept := []Tool{{Server: "s", Name: "a", Exposed: "a", Def: def}, {Server: "s", Name: "b", Exposed: "b", Def: def[:5]}}
-	tc.put(kept)
+	tc.put(nil, kept)
 	if got := tc.get(refs, all); len(got) != 2 || &got[0] != &kept[0] {
 		t.Fatalf("the same refs did not return the kept tools: %v", got)
 	}

@@ -176,8 +176,8 @@ func (s selection) resolve(c *gateway.BuiltinCall, cache *toolsCache) ([]Tool, e
 				out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def, Hidden: ref.Hidden})
 			}
 		}
-		cache.put(out)
 	}
+	cache.put(refs, out)
 	for _, t := range s.Tools {
 		server, name, _ := strings.Cut(t, "/")
 		if !slices.ContainsFunc(out, func(x Tool) bool { return x.Server == server && x.Name == name && !x.Hidden }) {
@@ -191,6 +191,7 @@ func (s selection) resolve(c *gateway.BuiltinCall, cache *toolsCache) ([]Tool, e
 // A resolved slice is never changed once kept: runs share it.
 type toolsCache struct {
 	mu    sync.Mutex
+	refs  []gateway.ToolRef // what tools was resolved from
 	tools []Tool
 }
 
@@ -200,10 +201,13 @@ func (tc *toolsCache) get(refs []gateway.ToolRef, selected func(gateway.ToolRef)
 		return nil
 	}
 	tc.mu.Lock()
-	kept := tc.tools
+	kept, from := tc.tools, tc.refs
 	tc.mu.Unlock()
 	if kept == nil {
 		return nil
+	}
+	if len(refs) > 0 && len(from) == len(refs) && &from[0] == &refs[0] {
+		return kept // the very refs it was resolved from (the gateway's, unchanged)
 	}
 	j := 0
 	for _, ref := range refs {
@@ -221,12 +225,12 @@ func (tc *toolsCache) get(refs []gateway.ToolRef, selected func(gateway.ToolRef)
 	return kept
 }
 
-func (tc *toolsCache) put(tools []Tool) {
+func (tc *toolsCache) put(refs []gateway.ToolRef, tools []Tool) {
 	if tc == nil {
 		return
 	}
 	tc.mu.Lock()
-	tc.tools = tools
+	tc.refs, tc.tools = refs, tools
 	tc.mu.Unlock()
 }
 
