@@ -33,10 +33,31 @@ func BenchmarkEmptyRun(b *testing.B) {
 // BenchmarkGeneratedToolRun is a run of a generated tool over 64 servers ×
 // 20 tools that calls none, through the gateway's tools/call path.
 func BenchmarkGeneratedToolRun(b *testing.B) {
+	benchGenerated(b, 64, "return 0", `"result":0`)
+}
+
+// BenchmarkGeneratedToolRunOneCall is a run of one inner call, over 1 and
+// over 64 servers × 20 tools, and a direct tools/call of the same tool: a
+// run's cost, and an inner call's, should not grow with the tools.
+func BenchmarkGeneratedToolRunOneCall(b *testing.B) {
+	for _, servers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("servers=%d/empty", servers), func(b *testing.B) {
+			benchGenerated(b, servers, "return 0", `"result":0`)
+		})
+		b.Run(fmt.Sprintf("servers=%d/run", servers), func(b *testing.B) {
+			benchGenerated(b, servers, "return await servers.s00.echo_7({x: 1})", `"calls":1`)
+		})
+		b.Run(fmt.Sprintf("servers=%d/direct", servers), func(b *testing.B) {
+			benchGenerated(b, servers, "", `s00/echo_7`)
+		})
+	}
+}
+
+func benchGenerated(b *testing.B, n int, script, want string) {
 	r := gateway.NewRouter(gateway.RouterOptions{})
 	g := gateway.New(r, gateway.Info{Name: "bench"})
 	var servers []string
-	for s := range 64 {
+	for s := range n {
 		name := fmt.Sprintf("s%02d", s)
 		servers = append(servers, name)
 		var tools []string
@@ -56,11 +77,14 @@ func BenchmarkGeneratedToolRun(b *testing.B) {
 	defer s.Close()
 	args, _ := json.Marshal(map[string]any{"name": "code-mode", "arguments": map[string]any{"name": "all", "servers": servers}})
 	s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: args}, nil)
-	params := json.RawMessage(`{"name":"code-mode-all","arguments":{"script":"return 0"}}`)
+	params, _ := json.Marshal(map[string]any{"name": "code-mode-all", "arguments": map[string]any{"script": script}})
+	if script == "" {
+		params = json.RawMessage(`{"name":"echo_7","arguments":{"x":1}}`) // s00's: the first server keeps its names
+	}
 	for b.Loop() {
 		reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`2`), Method: "tools/call", Params: params}, nil)
-		if !strings.Contains(string(reply.Result), `"result":0`) {
-			b.Fatalf("%s", reply.Result)
+		if !strings.Contains(string(reply.Result), want) {
+			b.Fatalf("%s %s", reply.Result, reply.Error)
 		}
 	}
 }

@@ -272,6 +272,8 @@ type proc struct {
 	stderr tail
 	timer  *time.Timer  // stops it when idle
 	tools  []proto.Func // the functions of its last run
+	sent   []Tool       // the tools of its last run, as given
+	listed int          // runs whose tools were listed and compared one by one
 	cur    atomic.Pointer[runState]
 }
 
@@ -440,15 +442,25 @@ func (p *Runners) serve(ctx context.Context, r *proc, prog Program, lim Limits) 
 			st.wg.Wait()
 		}
 	}()
-	funcs := make([]proto.Func, len(prog.Tools))
-	for i, t := range prog.Tools {
-		funcs[i] = proto.Func{Server: t.Server, Name: t.Name}
+	req := &proto.RunRequest{Source: prog.Source, Limits: lim}
+	switch {
+	case r.sent != nil && len(prog.Tools) > 0 && len(r.sent) == len(prog.Tools) && &r.sent[0] == &prog.Tools[0]:
+		// The very tools of its last run (resolve keeps them): nothing to compare.
+		req.SameTools = true
+	default:
+		r.listed++
+		funcs := make([]proto.Func, len(prog.Tools))
+		for i, t := range prog.Tools {
+			funcs[i] = proto.Func{Server: t.Server, Name: t.Name}
+		}
+		req.Tools = funcs
+		if r.tools != nil && slices.Equal(r.tools, funcs) {
+			req.Tools, req.SameTools = nil, true
+		} else {
+			r.tools = funcs
+		}
 	}
-	req := &proto.RunRequest{Source: prog.Source, Tools: funcs, Limits: lim}
-	if r.tools != nil && slices.Equal(r.tools, funcs) {
-		req.Tools, req.SameTools = nil, true
-	}
-	r.tools = funcs
+	r.sent = prog.Tools
 	st = &runState{ctx: runCtx, prog: prog, lim: lim, r: r}
 	r.cur.Store(st)
 	defer func() {

@@ -74,6 +74,7 @@ type mode struct {
 
 	once    sync.Once
 	runners *Runners
+	all     toolsCache // the last one-shot run's over every tool
 }
 
 // runnersOf are the runners of opts, else the mode's own.
@@ -111,7 +112,11 @@ func (m *mode) call(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessag
 	case args.Script != nil && args.Name != "":
 		return nil, errors.New("code-mode: give name (to create a tool) or script (to run a program now), not both")
 	case args.Script != nil:
-		tools, err := sel.resolve(c)
+		cache := (*toolsCache)(nil)
+		if len(sel.Servers) == 0 && len(sel.Tools) == 0 {
+			cache = &m.all // a one-shot run over every tool
+		}
+		tools, err := sel.resolve(c, cache)
 		if err != nil {
 			return nil, err
 		}
@@ -129,8 +134,12 @@ type selection struct {
 	Tools   []string `json:"tools,omitempty"`
 }
 
-// resolve returns the selected tools as the caller sees them now.
-func (s selection) resolve(c *gateway.BuiltinCall) ([]Tool, error) {
+// resolve returns the selected tools as the caller sees them now. When
+// they are the ones cache holds (the same tools, names, definitions and
+// visibility), it returns that slice: a run of unchanged tools makes no
+// new one, and its runner is told they are the same without comparing
+// them one by one (Runners.serve).
+func (s selection) resolve(c *gateway.BuiltinCall, cache *toolsCache) ([]Tool, error) {
 	known := c.ServerNames()
 	for _, name := range s.Servers {
 		if !slices.Contains(known, name) {
@@ -149,17 +158,26 @@ func (s selection) resolve(c *gateway.BuiltinCall) ([]Tool, error) {
 		}
 	}
 	refs := c.Tools(servers)
-	out := make([]Tool, 0, len(refs))
 	whole := make(map[string]bool, len(s.Servers)) // servers whose every tool is selected
 	for _, name := range s.Servers {
 		whole[name] = true
 	}
-	for _, ref := range refs {
-		if len(s.Tools) > 0 && !whole[ref.Server] && !slices.Contains(s.Tools, ref.Server+"/"+ref.Name) {
-			continue
-		}
-		out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def, Hidden: ref.Hidden})
+	selected := func(ref gateway.ToolRef) bool {
+		return len(s.Tools) == 0 || whole[ref.Server] || slices.ContainsFunc(s.Tools, func(t string) bool {
+			server, name, _ := strings.Cut(t, "/")
+			return server == ref.Server && name == ref.Name
+		})
 	}
+	out := cache.get(refs, selected)
+	if out == nil {
+		out = make([]Tool, 0, len(refs))
+		for _, ref := range refs {
+			if selected(ref) {
+				out = append(out, Tool{Server: ref.Server, Name: ref.Name, Exposed: ref.Exposed, Def: ref.Def, Hidden: ref.Hidden})
+			}
+		}
+	}
+	cache.put(refs, out)
 	for _, t := range s.Tools {
 		server, name, _ := strings.Cut(t, "/")
 		if !slices.ContainsFunc(out, func(x Tool) bool { return x.Server == server && x.Name == name && !x.Hidden }) {
@@ -167,6 +185,60 @@ func (s selection) resolve(c *gateway.BuiltinCall) ([]Tool, error) {
 		}
 	}
 	return out, nil
+}
+
+// toolsCache is the tools a selection resolved to last (nil: none kept).
+// A resolved slice is never changed once kept: runs share it.
+type toolsCache struct {
+	mu    sync.Mutex
+	refs  []gateway.ToolRef // what tools was resolved from
+	tools []Tool
+}
+
+// get returns the kept tools when the selected refs are exactly them, else nil.
+func (tc *toolsCache) get(refs []gateway.ToolRef, selected func(gateway.ToolRef) bool) []Tool {
+	if tc == nil {
+		return nil
+	}
+	tc.mu.Lock()
+	kept, from := tc.tools, tc.refs
+	tc.mu.Unlock()
+	if kept == nil {
+		return nil
+	}
+	if len(refs) > 0 && len(from) == len(refs) && &from[0] == &refs[0] {
+		return kept // the very refs it was resolved from (the gateway's, unchanged)
+	}
+	j := 0
+	for _, ref := range refs {
+		if !selected(ref) {
+			continue
+		}
+		if j == len(kept) || !kept[j].is(ref) {
+			return nil
+		}
+		j++
+	}
+	if j != len(kept) {
+		return nil
+	}
+	return kept
+}
+
+func (tc *toolsCache) put(refs []gateway.ToolRef, tools []Tool) {
+	if tc == nil {
+		return
+	}
+	tc.mu.Lock()
+	tc.refs, tc.tools = refs, tools
+	tc.mu.Unlock()
+}
+
+// is reports whether t is ref: the same tool, names and visibility, and
+// the same definition (the same bytes of the gateway's view).
+func (t *Tool) is(ref gateway.ToolRef) bool {
+	return t.Server == ref.Server && t.Name == ref.Name && t.Exposed == ref.Exposed && t.Hidden == ref.Hidden &&
+		len(t.Def) == len(ref.Def) && (len(t.Def) == 0 || &t.Def[0] == &ref.Def[0])
 }
 
 // create adds the tool code-mode-<name> to the gateway's own tools.
@@ -177,7 +249,7 @@ func (m *mode) create(c *gateway.BuiltinCall, name string, sel selection) (json.
 	if len(sel.Servers) == 0 && len(sel.Tools) == 0 {
 		return nil, errors.New("code-mode: give the servers (or server/tool tools) the tool's programs may call")
 	}
-	tools, err := sel.resolve(c)
+	tools, err := sel.resolve(c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +275,9 @@ func (m *mode) create(c *gateway.BuiltinCall, name string, sel selection) (json.
 
 // generated is a code-mode-<name> tool.
 type generated struct {
-	mode *mode
-	sel  selection
+	mode  *mode
+	sel   selection
+	tools toolsCache // its last run's
 }
 
 func (g *generated) call(ctx context.Context, c *gateway.BuiltinCall) (json.RawMessage, error) {
@@ -214,7 +287,7 @@ func (g *generated) call(ctx context.Context, c *gateway.BuiltinCall) (json.RawM
 	if err := json.Unmarshal(c.Arguments, &args); err != nil || args.Script == nil {
 		return nil, fmt.Errorf("%s: give the program: {\"script\": \"return await servers.<server>.<tool>({...})\"}", c.Name)
 	}
-	tools, err := g.sel.resolve(c)
+	tools, err := g.sel.resolve(c, &g.tools)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

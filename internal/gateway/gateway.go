@@ -24,6 +24,8 @@ type Gateway struct {
 	// (policy, audit); nil: everything is allowed. Set it before serving.
 	Guard   Guard
 	guarded guardCache
+	// toolRefs is BuiltinCall.Tools' last answer, for its views and servers.
+	toolRefs atomic.Pointer[toolRefsCache]
 	// Observer, when set (before serving), watches every forwarded call.
 	Observer Observer
 	// Tasks bound the tasks the gateway keeps for its clients (set before

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -82,6 +83,12 @@ type ToolRef struct {
 // see them. The gateway's own tools are not among them.
 func (c *BuiltinCall) Tools(servers []string) []ToolRef {
 	g := c.sess.gw
+	seen := g.listView(kindTools)
+	base := g.Router.view(kindTools)
+	key := strings.Join(servers, "\x00")
+	if kept := g.toolRefs.Load(); kept != nil && kept.base == base && kept.seen == seen && kept.servers == key {
+		return kept.refs
+	}
 	var only map[string]bool
 	if len(servers) > 0 {
 		only = make(map[string]bool, len(servers))
@@ -89,8 +96,7 @@ func (c *BuiltinCall) Tools(servers []string) []ToolRef {
 			only[s] = true
 		}
 	}
-	seen := g.listView(kindTools)
-	items := g.Router.view(kindTools).items
+	items := base.items
 	out := make([]ToolRef, 0, len(items))
 	for _, it := range items {
 		if it.server.builtin != nil || only != nil && !only[it.server.name] {
@@ -99,7 +105,17 @@ func (c *BuiltinCall) Tools(servers []string) []ToolRef {
 		name, _ := wire.GetString(it.def, "name")
 		out = append(out, ToolRef{Server: it.server.name, Name: it.original, Exposed: name, Def: it.def, Hidden: seen.byKey[name] != it})
 	}
+	g.toolRefs.Store(&toolRefsCache{base: base, seen: seen, servers: key, refs: out})
 	return out
+}
+
+// toolRefsCache is the tools of a view as a guarded view shows them, of
+// some servers: the same until either view changes. Its refs are shared:
+// callers do not change them.
+type toolRefsCache struct {
+	base, seen *view
+	servers    string
+	refs       []ToolRef
 }
 
 // ServerNames are the names of the gateway's servers (not its own tools).

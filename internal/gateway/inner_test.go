@@ -127,3 +127,62 @@ func TestInnerCallsAreObservedUnderTheRunAndCancelledWithIt(t *testing.T) {
 		t.Fatal("cancelling the run did not end its inner call")
 	}
 }
+
+// A built-in's Tools are the same slice from call to call while the
+// gateway's tools and their visibility are unchanged (a code-mode run over
+// a thousand tools does not list them again), and a new one saying what
+// changed once they change.
+func TestBuiltinToolsAreKeptUntilTheToolsChange(t *testing.T) {
+	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
+	r.Add(&fakeUpstream{name: "a", tools: []string{tool("one"), tool("two")}})
+	r.Add(&fakeUpstream{name: "b", tools: []string{tool("one")}})
+	var got [][]ToolRef
+	list := Builtin{Tool: json.RawMessage(`{"name":"list","inputSchema":{"type":"object"}}`),
+		Call: func(ctx context.Context, c *BuiltinCall) (json.RawMessage, error) {
+			var servers []string
+			if s, ok := wire.GetString(c.Arguments, "server"); ok {
+				servers = []string{s}
+			}
+			got = append(got, c.Tools(servers))
+			return json.RawMessage(`{"content":[]}`), nil
+		}}
+	if err := r.SetBuiltins([]Builtin{list}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, g)
+	call := func(args string) []ToolRef {
+		t.Helper()
+		reply := s.Handle(context.Background(), &wire.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"list","arguments":` + args + `}`)}, &recorder{})
+		if reply.Error != nil {
+			t.Fatalf("list: %s", reply.Error)
+		}
+		return got[len(got)-1]
+	}
+	names := func(refs []ToolRef) string {
+		var out []string
+		for _, ref := range refs {
+			out = append(out, ref.Server+"/"+ref.Name+"="+ref.Exposed)
+		}
+		return strings.Join(out, " ")
+	}
+	first := call(`{}`)
+	if want := "a/one=one a/two=two b/one=b_one"; names(first) != want {
+		t.Fatalf("tools %s, want %s", names(first), want)
+	}
+	if again := call(`{}`); &again[0] != &first[0] {
+		t.Errorf("unchanged tools were listed again")
+	}
+	if only := call(`{"server":"b"}`); names(only) != "b/one=b_one" {
+		t.Errorf("b's tools: %s", names(only))
+	}
+	if err := r.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	if after := call(`{}`); names(after) != "a/one=one a/two=two" {
+		t.Errorf("after b was removed: %s", names(after))
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,6 +43,40 @@ type Program struct {
 	Call   CallFunc
 	Start  StartFunc
 	Limits proto.Limits
+	// Index is Tools indexed by server and name (NewIndex(Tools)); nil:
+	// made by the run. A runner keeps one across the runs of the same
+	// tools, so a run's setup does not grow with their number.
+	Index *Index
+}
+
+// Index is a run's tools by server and by name: what servers and
+// servers.<server> list, and where each function is in Tools.
+type Index struct {
+	servers  []string // in the tools' order
+	byServer map[string]*serverTools
+}
+
+type serverTools struct {
+	names  []string       // in the tools' order
+	byName map[string]int // name → index in Tools
+}
+
+// NewIndex indexes tools; a tool named twice at one server is its first.
+func NewIndex(tools []proto.Func) *Index {
+	x := &Index{byServer: map[string]*serverTools{}}
+	for i, t := range tools {
+		st := x.byServer[t.Server]
+		if st == nil {
+			st = &serverTools{byName: map[string]int{}}
+			x.byServer[t.Server] = st
+			x.servers = append(x.servers, t.Server)
+		}
+		if _, dup := st.byName[t.Name]; !dup {
+			st.byName[t.Name] = i
+			st.names = append(st.names, t.Name)
+		}
+	}
+	return x
 }
 
 // The outcome of a run and its errors are proto's.
@@ -343,25 +376,17 @@ func (r *run) setup() error {
 
 	// servers and each servers.<server> make a tool's function when the
 	// program first reaches it: a run over a thousand tools that calls
-	// three makes three.
-	byServer := map[string][]int{} // the tools of each server, as indexes in p.Tools
-	var order []string
-	for i, t := range r.p.Tools {
-		if byServer[t.Server] == nil {
-			order = append(order, t.Server)
-		}
-		byServer[t.Server] = append(byServer[t.Server], i)
+	// three makes three, and reads the index (made once per tool set).
+	x := r.p.Index
+	if x == nil {
+		x = NewIndex(r.p.Tools)
 	}
-	servers := vm.NewDynamicObject(&lazyObject{keys: order, make: func(name string) goja.Value {
-		idx := byServer[name]
-		names := make([]string, len(idx))
-		for i, j := range idx {
-			names[i] = r.p.Tools[j].Name
-		}
-		return vm.NewDynamicObject(&lazyObject{keys: names, make: func(tool string) goja.Value {
-			return vm.ToValue(r.function(idx[slices.Index(names, tool)]))
+	servers := vm.NewDynamicObject(&lazyObject{keys: x.servers, has: func(name string) bool { return x.byServer[name] != nil },
+		make: func(name string) goja.Value {
+			st := x.byServer[name]
+			return vm.NewDynamicObject(&lazyObject{keys: st.names, has: func(tool string) bool { _, ok := st.byName[tool]; return ok },
+				make: func(tool string) goja.Value { return vm.ToValue(r.function(st.byName[tool])) }})
 		}})
-	}})
 	if err := vm.Set("servers", servers); err != nil {
 		return err
 	}
@@ -411,6 +436,7 @@ func (r *run) guardStrings() error {
 // read.
 type lazyObject struct {
 	keys []string
+	has  func(key string) bool // key is one of keys
 	make func(key string) goja.Value
 	made map[string]goja.Value
 }
@@ -419,7 +445,7 @@ func (o *lazyObject) Get(key string) goja.Value {
 	if v, ok := o.made[key]; ok {
 		return v
 	}
-	if !slices.Contains(o.keys, key) {
+	if !o.has(key) {
 		return nil
 	}
 	if o.made == nil {
@@ -430,7 +456,7 @@ func (o *lazyObject) Get(key string) goja.Value {
 	return v
 }
 func (o *lazyObject) Set(string, goja.Value) bool { return false }
-func (o *lazyObject) Has(key string) bool         { return slices.Contains(o.keys, key) }
+func (o *lazyObject) Has(key string) bool         { return o.has(key) }
 func (o *lazyObject) Delete(string) bool          { return false }
 func (o *lazyObject) Keys() []string              { return o.keys }
 

@@ -57,6 +57,7 @@ type server struct {
 	flush func() error
 
 	tools []proto.Func // the last run's
+	index *Index       // tools', kept for the runs of the same tools
 
 	wmu     sync.Mutex
 	nextID  uint64
@@ -137,7 +138,10 @@ func (s *server) run(req *proto.RunRequest) Outcome {
 		}
 	}
 	if !req.SameTools {
-		s.tools = req.Tools
+		s.tools, s.index = req.Tools, nil
 	}
-	return Run(context.Background(), Program{Source: req.Source, Tools: s.tools, Start: start, Limits: req.Limits})
+	if s.index == nil {
+		s.index = NewIndex(s.tools)
+	}
+	return Run(context.Background(), Program{Source: req.Source, Tools: s.tools, Index: s.index, Start: start, Limits: req.Limits})
 }
