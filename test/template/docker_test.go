@@ -41,6 +41,7 @@ const (
 var (
 	repoRoot   string
 	gatewayBin string // a static mcp-gateway built from this checkout
+	runnerBin  string // and its code-mode runner, beside it
 	dockerd    *daemon
 	baseImage  string // the locally made base image (node, npm, git)
 	unusable   string // why the tests cannot run here, if they cannot
@@ -77,6 +78,11 @@ func run(m *testing.M) int {
 	defer unlock()
 	gatewayBin = filepath.Join(dir, "out", "mcp-gateway")
 	if err := goBuild(gatewayBin, "./cmd/mcp-gateway"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	runnerBin = filepath.Join(dir, "out", "mcp-gateway-codemode")
+	if err := goBuild(runnerBin, "./cmd/mcp-gateway-codemode"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -32,7 +32,7 @@ func TestTemplate(t *testing.T) {
 	// The gateway built here, as an image the Dockerfile takes it from
 	// (GATEWAY=image): no Go image can be pulled on these machines.
 	gatewayImage := "mcp-gateway-test-gateway:" + randomHex(6)
-	d.importFiles(t, gatewayImage, map[string]string{"/out/mcp-gateway": gatewayBin})
+	d.importFiles(t, gatewayImage, map[string]string{"/out/mcp-gateway": gatewayBin, "/out/mcp-gateway-codemode": runnerBin})
 	t.Cleanup(func() { _, _ = d.run(context.Background(), nil, "rmi", gatewayImage) })
 	image := "mcp-gateway-test-template:" + randomHex(6)
 	start := time.Now()
@@ -171,6 +171,10 @@ func TestTemplate(t *testing.T) {
 	}
 	if modes := d.must(t, "exec", "-u", "root", name, "stat", "-c", "%a %U", "/etc/mcp-gateway", "/etc/mcp-gateway/.token"); modes != "700 root\n600 root\n" {
 		t.Errorf("modes of /etc/mcp-gateway and its .token: %q, want 700 and 600, root's", modes)
+	}
+	// The code-mode runner is installed beside the gateway, where it looks.
+	if which := d.must(t, "exec", name, "sh", "-c", "command -v mcp-gateway-codemode"); strings.TrimSpace(which) != "/usr/local/bin/mcp-gateway-codemode" {
+		t.Errorf("mcp-gateway-codemode in the template: %q, want /usr/local/bin/mcp-gateway-codemode", which)
 	}
 	// The token is in no server's environment.
 	if env := d.must(t, "exec", name, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c GATEWAY_ACCESS_TOKEN || true"); strings.TrimSpace(env) != "0" {
