@@ -105,7 +105,17 @@ func toolUIURIs(obj json.RawMessage) []string {
 // has, the later server's URI is hidden (with a warning), as a duplicate
 // resource is.
 func buildAppURIs(servers []*server, lists [][]string) *appURIs {
-	t := &appURIs{byExposed: map[string]appRef{}, renamed: map[appRef]string{}}
+	t := &appURIs{}
+	t.byExposed, t.renamed, t.warnings = nameUIURIs(servers, lists, "ui:// resource", nil)
+	return t
+}
+
+// nameUIURIs decides the exposed names of the servers' ui:// URIs or
+// templates (what, in warnings): servers in order, the first one with a
+// name keeps it, a later one gets namespacedUIURI, hidden with a warning
+// when that too is taken.
+func nameUIURIs(servers []*server, lists [][]string, what string, warnings []string) (byExposed map[string]appRef, renamed map[appRef]string, _ []string) {
+	byExposed, renamed = map[string]appRef{}, map[appRef]string{}
 	native := map[string]bool{}
 	for _, uris := range lists {
 		for _, u := range uris {
@@ -115,25 +125,25 @@ func buildAppURIs(servers []*server, lists [][]string) *appURIs {
 	for i, s := range servers {
 		for _, u := range lists[i] {
 			ref := appRef{s, u}
-			owner, taken := t.byExposed[u]
+			owner, taken := byExposed[u]
 			if !taken {
-				t.byExposed[u] = ref
+				byExposed[u] = ref
 				continue
 			}
 			if owner.server == s {
 				continue
 			}
 			alt := namespacedUIURI(s.name, u)
-			if _, used := t.byExposed[alt]; used || native[alt] {
-				t.warnings = append(t.warnings, fmt.Sprintf("mcp server %q: ui:// resource %q is hidden: server %q offers it too and came first, and %q is taken",
-					s.name, u, owner.server.name, alt))
+			if _, used := byExposed[alt]; used || native[alt] {
+				warnings = append(warnings, fmt.Sprintf("mcp server %q: %s %q is hidden: server %q offers it too and came first, and %q is taken",
+					s.name, what, u, owner.server.name, alt))
 				continue
 			}
-			t.byExposed[alt] = ref
-			t.renamed[ref] = alt
+			byExposed[alt] = ref
+			renamed[ref] = alt
 		}
 	}
-	return t
+	return byExposed, renamed, warnings
 }
 
 // uiTemplatesOf lists a server's ui:// resource templates.
@@ -152,34 +162,7 @@ func uiTemplatesOf(templates []json.RawMessage) []string {
 // later one's is namespaced (ui://<server>.<rest>), hidden with a warning
 // when that too is taken.
 func (t *appURIs) addTemplates(servers []*server, lists [][]string) {
-	t.tmplByExposed, t.tmplRenamed = map[string]appRef{}, map[appRef]string{}
-	native := map[string]bool{}
-	for _, tmpls := range lists {
-		for _, u := range tmpls {
-			native[u] = true
-		}
-	}
-	for i, s := range servers {
-		for _, u := range lists[i] {
-			ref := appRef{s, u}
-			owner, taken := t.tmplByExposed[u]
-			if !taken {
-				t.tmplByExposed[u] = ref
-				continue
-			}
-			if owner.server == s {
-				continue
-			}
-			alt := namespacedUIURI(s.name, u)
-			if _, used := t.tmplByExposed[alt]; used || native[alt] {
-				t.warnings = append(t.warnings, fmt.Sprintf("mcp server %q: ui:// resource template %q is hidden: server %q offers it too and came first, and %q is taken",
-					s.name, u, owner.server.name, alt))
-				continue
-			}
-			t.tmplByExposed[alt] = ref
-			t.tmplRenamed[ref] = alt
-		}
-	}
+	t.tmplByExposed, t.tmplRenamed, t.warnings = nameUIURIs(servers, lists, "ui:// resource template", t.warnings)
 }
 
 // sameAs reports whether t and o expose the same URIs the same way.
