@@ -88,17 +88,6 @@ type (
 
 var limitf = proto.Limitf
 
-// The limits' names.
-const (
-	LimitTimeout      = proto.LimitTimeout
-	LimitCPU          = proto.LimitCPU
-	LimitCalls        = proto.LimitCalls
-	LimitProgramBytes = proto.LimitProgramBytes
-	LimitResultBytes  = proto.LimitResultBytes
-	LimitReturnBytes  = proto.LimitReturnBytes
-	LimitMemory       = proto.LimitMemory
-)
-
 // ErrCancelled ends a run whose caller cancelled it.
 var ErrCancelled = proto.ErrCancelled
 
@@ -173,14 +162,14 @@ func Run(ctx context.Context, p Program) Outcome {
 
 func (r *run) run(parent context.Context) Outcome {
 	if n := len(r.p.Source); n > r.lim.ProgramBytes {
-		return Outcome{Err: limitf(LimitProgramBytes, "the program is %d bytes, more than %d", n, r.lim.ProgramBytes)}
+		return Outcome{Err: limitf(proto.LimitProgramBytes, "the program is %d bytes, more than %d", n, r.lim.ProgramBytes)}
 	}
 	prg, err := goja.Compile("program.js", "(async function () {\n"+r.p.Source+"\n})()", false)
 	if err != nil {
 		return Outcome{Err: &Exception{Message: "it does not compile (line numbers count from the program's first line): " + err.Error()}}
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, r.lim.Timeout,
-		limitf(LimitTimeout, "the run took longer than %s", r.lim.Timeout))
+		limitf(proto.LimitTimeout, "the run took longer than %s", r.lim.Timeout))
 	defer cancel() // ends the inner calls still in flight, at their servers
 	r.ctx = ctx
 	r.done = make(chan completion, r.lim.Concurrent)
@@ -236,7 +225,7 @@ func (r *run) run(parent context.Context) Outcome {
 			return nil
 		}
 		if n := len(s.String()); n > r.lim.ReturnBytes {
-			return limitf(LimitReturnBytes, "the returned value is %d bytes of JSON, more than %d", n, r.lim.ReturnBytes)
+			return limitf(proto.LimitReturnBytes, "the returned value is %d bytes of JSON, more than %d", n, r.lim.ReturnBytes)
 		}
 		value = json.RawMessage(s.String())
 		return nil
@@ -292,7 +281,7 @@ func (r *run) js(f func() error) error {
 }
 
 func (r *run) cpuExceeded() *LimitError {
-	return limitf(LimitCPU, "the program's code ran for more than %s", r.lim.CPU)
+	return limitf(proto.LimitCPU, "the program's code ran for more than %s", r.lim.CPU)
 }
 
 // watchMemory samples the heap while the program's code runs and
@@ -345,7 +334,7 @@ func (r *run) watchMemory() func() {
 			runtime.GC()
 			now, _ := read()
 			if now > base+ceiling {
-				r.vm.Interrupt(limitf(LimitMemory, "the run's heap grew by %d MiB while the program ran, more than %d MiB", (now-base)>>20, ceiling>>20))
+				r.vm.Interrupt(limitf(proto.LimitMemory, "the run's heap grew by %d MiB while the program ran, more than %d MiB", (now-base)>>20, ceiling>>20))
 				return
 			}
 			trigger = now + ceiling
@@ -426,7 +415,7 @@ func (r *run) guardStrings() error {
 	}
 	guard, _ := goja.AssertFunction(f)
 	refuse := func(what string) {
-		r.vm.Interrupt(limitf(LimitMemory, "%s, more than the ceiling of %d MiB", what, r.lim.MemoryBytes>>20))
+		r.vm.Interrupt(limitf(proto.LimitMemory, "%s, more than the ceiling of %d MiB", what, r.lim.MemoryBytes>>20))
 	}
 	_, err = guard(goja.Undefined(), r.vm.ToValue(r.lim.MemoryBytes/2), r.vm.ToValue(refuse))
 	return err
@@ -503,7 +492,7 @@ func (r *run) function(i int) func(goja.FunctionCall) goja.Value {
 		}
 		r.calls++
 		if r.calls > r.lim.Calls {
-			vm.Interrupt(limitf(LimitCalls, "the program made more than %d inner calls", r.lim.Calls))
+			vm.Interrupt(limitf(proto.LimitCalls, "the program made more than %d inner calls", r.lim.Calls))
 			return goja.Undefined()
 		}
 		promise, resolve, reject := vm.NewPromise()
@@ -569,7 +558,7 @@ func (r *run) settle(c completion) error {
 	label := t.Server + "." + t.Name
 	var tooLarge ResultTooLarge
 	if errors.As(c.err, &tooLarge) {
-		return limitf(LimitResultBytes, "%s returned %d bytes, more than %d", label, int(tooLarge), r.lim.ResultBytes)
+		return limitf(proto.LimitResultBytes, "%s returned %d bytes, more than %d", label, int(tooLarge), r.lim.ResultBytes)
 	}
 	if c.err != nil {
 		if r.ctx.Err() != nil {
@@ -578,7 +567,7 @@ func (r *run) settle(c completion) error {
 		return c.reject(r.exception("CallError", fmt.Sprintf("%s: %v", label, c.err), t, nil))
 	}
 	if n := len(c.result); n > r.lim.ResultBytes {
-		return limitf(LimitResultBytes, "%s returned %d bytes, more than %d", label, n, r.lim.ResultBytes)
+		return limitf(proto.LimitResultBytes, "%s returned %d bytes, more than %d", label, n, r.lim.ResultBytes)
 	}
 	v, err := valueOf(c.result)
 	if err != nil {

@@ -125,15 +125,15 @@ func TestLimitsEndTheRunSayingWhich(t *testing.T) {
 		limit     string
 		detail    string
 	}{
-		{"wall clock", `await servers.everything.slow({})`, proto.Limits{Timeout: 200 * time.Millisecond}, LimitTimeout, "longer than 200ms"},
-		{"cpu", `for (;;) {}`, proto.Limits{CPU: 200 * time.Millisecond}, LimitCPU, "more than 200ms"},
-		{"cpu across awaits", `for (;;) { await servers.everything.echo({message: "x"}) ; for (let i = 0; i < 1e5; i++) {} }`, proto.Limits{CPU: 200 * time.Millisecond, Calls: 1e6}, LimitCPU, "more than 200ms"},
-		{"calls", `for (;;) servers.everything.echo({message: "x"})`, proto.Limits{Calls: 50}, LimitCalls, "more than 50 inner calls"},
-		{"program size", strings.Repeat(" ", 2000), proto.Limits{ProgramBytes: 1000}, LimitProgramBytes, "2000 bytes"},
-		{"inner result", `return await servers.everything.huge({})`, proto.Limits{ResultBytes: 1000}, LimitResultBytes, "everything.huge returned"},
-		{"returned value", `return "x".repeat(5000)`, proto.Limits{ReturnBytes: 1000}, LimitReturnBytes, "5002 bytes"},
-		{"memory", `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i)`, proto.Limits{MemoryBytes: 32 << 20}, LimitMemory, "heap grew"},
-		{"one huge string", `return "x".repeat(1 << 30).length`, proto.Limits{MemoryBytes: 32 << 20}, LimitMemory, "String.prototype.repeat"},
+		{"wall clock", `await servers.everything.slow({})`, proto.Limits{Timeout: 200 * time.Millisecond}, proto.LimitTimeout, "longer than 200ms"},
+		{"cpu", `for (;;) {}`, proto.Limits{CPU: 200 * time.Millisecond}, proto.LimitCPU, "more than 200ms"},
+		{"cpu across awaits", `for (;;) { await servers.everything.echo({message: "x"}) ; for (let i = 0; i < 1e5; i++) {} }`, proto.Limits{CPU: 200 * time.Millisecond, Calls: 1e6}, proto.LimitCPU, "more than 200ms"},
+		{"calls", `for (;;) servers.everything.echo({message: "x"})`, proto.Limits{Calls: 50}, proto.LimitCalls, "more than 50 inner calls"},
+		{"program size", strings.Repeat(" ", 2000), proto.Limits{ProgramBytes: 1000}, proto.LimitProgramBytes, "2000 bytes"},
+		{"inner result", `return await servers.everything.huge({})`, proto.Limits{ResultBytes: 1000}, proto.LimitResultBytes, "everything.huge returned"},
+		{"returned value", `return "x".repeat(5000)`, proto.Limits{ReturnBytes: 1000}, proto.LimitReturnBytes, "5002 bytes"},
+		{"memory", `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i)`, proto.Limits{MemoryBytes: 32 << 20}, proto.LimitMemory, "heap grew"},
+		{"one huge string", `return "x".repeat(1 << 30).length`, proto.Limits{MemoryBytes: 32 << 20}, proto.LimitMemory, "String.prototype.repeat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := runFake(t, tc.src, tc.lim)
