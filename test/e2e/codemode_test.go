@@ -180,26 +180,7 @@ func TestCodeModeLimitsAndCancellation(t *testing.T) {
 	// beside each run.
 	victim := g.connectEra(ctx, sessionEra)
 	other := connectClient(ctx, t, g, mcp.NewClient(&mcp.Implementation{Name: "other", Version: "1"}, nil), modernEra)
-	var ok atomic.Int64
-	var failed atomic.Value
-	stop := make(chan struct{})
-	victimDone := make(chan struct{})
-	go func() {
-		defer close(victimDone)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := victim.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
-			if err != nil || text(res) != fmt.Sprintf("Echo: %d", i) {
-				failed.Store(fmt.Sprintf("victim call %d: %v %v", i, err, res))
-				return
-			}
-			ok.Add(1)
-		}
-	}()
+	v := startEchoVictim(ctx, victim)
 
 	cases := []struct{ name, script, limit, says string }{
 		{"an infinite loop", `for (;;) {}`, "cpu", "ran for more than 3s (the gateway's --code-mode-cpu)"},
@@ -237,14 +218,7 @@ func TestCodeModeLimitsAndCancellation(t *testing.T) {
 			t.Errorf("%s: a run after the limits: %s", era, got)
 		}
 	}
-	close(stop)
-	<-victimDone
-	if f := failed.Load(); f != nil {
-		t.Errorf("the victim failed: %v", f)
-	}
-	if ok.Load() == 0 {
-		t.Error("the victim made no call")
-	}
+	v.stopAndCheck(t)
 
 	// Cancelling a run: its progress reached the caller naming the inner
 	// call; the inner call is cancelled at the server (which so never
@@ -458,5 +432,49 @@ func TestCodeModeTracing(t *testing.T) {
 	}
 	if a := attrs(run); a["mcp_gateway.server"] != "mcp-gateway" || a["gen_ai.tool.name"] != "code-mode" {
 		t.Errorf("the run's span attributes %v", a)
+	}
+}
+
+// echoVictim is a client calling the everything server's echo over and
+// over while something else happens, to show that it goes on unharmed.
+type echoVictim struct {
+	ok     atomic.Int64
+	failed atomic.Value
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startEchoVictim(ctx context.Context, cs *mcp.ClientSession) *echoVictim {
+	v := &echoVictim{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(v.done)
+		for i := 0; ; i++ {
+			select {
+			case <-v.stop:
+				return
+			default:
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
+			if err != nil || text(res) != fmt.Sprintf("Echo: %d", i) {
+				v.failed.Store(fmt.Sprintf("victim call %d: %v %v", i, err, res))
+				return
+			}
+			v.ok.Add(1)
+		}
+	}()
+	return v
+}
+
+// stopAndCheck stops the victim and fails t unless every call it made
+// succeeded, and it made some.
+func (v *echoVictim) stopAndCheck(t *testing.T) {
+	t.Helper()
+	close(v.stop)
+	<-v.done
+	if f := v.failed.Load(); f != nil {
+		t.Errorf("the victim failed: %v", f)
+	}
+	if v.ok.Load() == 0 {
+		t.Error("the victim made no call")
 	}
 }

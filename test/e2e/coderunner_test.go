@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,41 +67,15 @@ func TestCodeModeRunsInRunnerProcesses(t *testing.T) {
 	before := vmRSS(t, g.pid)
 
 	victim := g.connectEra(ctx, modernEra)
-	var ok atomic.Int64
-	var failed atomic.Value
-	stop := make(chan struct{})
-	victimDone := make(chan struct{})
-	go func() {
-		defer close(victimDone)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := victim.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
-			if err != nil || text(res) != fmt.Sprintf("Echo: %d", i) {
-				failed.Store(fmt.Sprintf("victim call %d: %v %v", i, err, res))
-				return
-			}
-			ok.Add(1)
-		}
-	}()
+	v := startEchoVictim(ctx, victim)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "code-mode", Arguments: map[string]any{"script": `let s = "0123456789abcdef"; for (let i = 0; i < 16; i++) s = s + s; const keep = []; for (let i = 0; ; i++) keep.push(s + i);`}})
-	close(stop)
-	<-victimDone
+	v.stopAndCheck(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc, _ = res.StructuredContent.(map[string]any)
 	if !res.IsError || sc["limit"] != "memory" || !strings.Contains(text(res), "--code-mode-max-memory-bytes") {
 		t.Errorf("the allocating run: %v %q (limit %v), want the memory limit", res.IsError, text(res), sc["limit"])
-	}
-	if f := failed.Load(); f != nil {
-		t.Errorf("the victim failed: %v", f)
-	}
-	if ok.Load() == 0 {
-		t.Error("the victim made no call")
 	}
 	// The program held about the ceiling (256 MiB) in its runner; the
 	// gateway's own memory grew by a small part of it at most.
