@@ -342,20 +342,14 @@ func (t *appURIs) rewriteResult(s *server, res json.RawMessage) json.RawMessage 
 		return res
 	}
 	res = t.rewriteMeta(s, res)
-	content := wire.Get(res, "content")
-	if len(content) == 0 || content[0] != '[' {
-		return res
-	}
-	var items []json.RawMessage
-	changed := false
-	wire.EachItem(content, func(_ int, c json.RawMessage) bool {
+	return rewriteItems(res, "content", func(c json.RawMessage) (json.RawMessage, bool) {
 		typ, _ := wire.GetString(c, "type")
 		switch typ {
 		case "resource_link":
 			if uri, ok := wire.GetString(c, "uri"); ok {
 				if alt := t.exposedURI(s, uri); alt != uri {
 					if b, err := wire.SetString(c, "uri", alt); err == nil {
-						c, changed = b, true
+						return b, true
 					}
 				}
 			}
@@ -365,57 +359,56 @@ func (t *appURIs) rewriteResult(s *server, res json.RawMessage) json.RawMessage 
 				if alt := t.exposedURI(s, uri); alt != uri {
 					if r2, err := wire.SetString(r, "uri", alt); err == nil {
 						if b, err := wire.Set(c, "resource", r2); err == nil {
-							c, changed = b, true
+							return b, true
 						}
 					}
 				}
 			}
 		}
+		return c, false
+	})
+}
+
+// rewriteItems rewrites each item of obj's array member with f (which
+// reports whether it changed the item), and returns obj unchanged when
+// nothing changed or the member is not an array.
+func rewriteItems(obj json.RawMessage, member string, f func(json.RawMessage) (json.RawMessage, bool)) json.RawMessage {
+	arr := wire.Get(obj, member)
+	if len(arr) == 0 || arr[0] != '[' {
+		return obj
+	}
+	var items []json.RawMessage
+	changed := false
+	wire.EachItem(arr, func(_ int, c json.RawMessage) bool {
+		c, ch := f(c)
+		changed = changed || ch
 		items = append(items, c)
 		return true
 	})
 	if !changed {
-		return res
+		return obj
 	}
 	b, err := json.Marshal(items)
 	if err != nil {
-		return res
+		return obj
 	}
-	if out, err := wire.Set(res, "content", b); err == nil {
+	if out, err := wire.Set(obj, member, b); err == nil {
 		return out
 	}
-	return res
+	return obj
 }
 
 // readResult rewrites a resources/read result's contents[].uri from the
 // URI the server knows back to the one the client asked for.
 func readResult(res json.RawMessage, original, asked string) json.RawMessage {
-	contents := wire.Get(res, "contents")
-	if len(contents) == 0 || contents[0] != '[' {
-		return res
-	}
-	var items []json.RawMessage
-	changed := false
-	wire.EachItem(contents, func(_ int, c json.RawMessage) bool {
+	return rewriteItems(res, "contents", func(c json.RawMessage) (json.RawMessage, bool) {
 		if uri, ok := wire.GetString(c, "uri"); ok && uri == original {
 			if b, err := wire.SetString(c, "uri", asked); err == nil {
-				c, changed = b, true
+				return b, true
 			}
 		}
-		items = append(items, c)
-		return true
+		return c, false
 	})
-	if !changed {
-		return res
-	}
-	b, err := json.Marshal(items)
-	if err != nil {
-		return res
-	}
-	if out, err := wire.Set(res, "contents", b); err == nil {
-		return out
-	}
-	return res
 }
 
 // appTable is the router's current table of ui:// URIs (never nil).
