@@ -56,16 +56,7 @@ func BenchmarkGeneratedToolRunOneCall(b *testing.B) {
 func benchGenerated(b *testing.B, n int, script, want string) {
 	r := gateway.NewRouter(gateway.RouterOptions{})
 	g := gateway.New(r, gateway.Info{Name: "bench"})
-	var servers []string
-	for s := range n {
-		name := fmt.Sprintf("s%02d", s)
-		servers = append(servers, name)
-		var tools []string
-		for t := range 20 {
-			tools = append(tools, tool(fmt.Sprintf("echo_%d", t)))
-		}
-		r.Add(&upstream{name: name, tools: tools})
-	}
+	servers := addEchoServers(r, n)
 	if err := r.SetBuiltins([]gateway.Builtin{Builtin(r, Options{Logger: slog.New(slog.DiscardHandler), Runners: testRunners})}); err != nil {
 		b.Fatal(err)
 	}

@@ -20,16 +20,7 @@ func TestRunsOfUnchangedToolsAreNotListedAgain(t *testing.T) {
 	defer runners.Close()
 	r := gateway.NewRouter(gateway.RouterOptions{})
 	g := gateway.New(r, gateway.Info{Name: "test"})
-	var servers []string
-	for s := range 64 {
-		name := fmt.Sprintf("s%02d", s)
-		servers = append(servers, name)
-		var tools []string
-		for i := range 20 {
-			tools = append(tools, tool(fmt.Sprintf("echo_%d", i)))
-		}
-		r.Add(&upstream{name: name, tools: tools})
-	}
+	servers := addEchoServers(r, 64)
 	if err := r.SetBuiltins([]gateway.Builtin{Builtin(r, Options{Logger: slog.New(slog.DiscardHandler), Runners: runners})}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,4 +99,20 @@ func TestToolsCacheKeepsOnlyTheSameTools(t *testing.T) {
 	if got := tc.get(refs, onlyA); got != nil {
 		t.Errorf("a smaller selection returned the kept tools")
 	}
+}
+
+// addEchoServers adds n servers (s00, s01, ...) of 20 echo tools each to r
+// and returns their names.
+func addEchoServers(r *gateway.Router, n int) []string {
+	var servers []string
+	for s := range n {
+		name := fmt.Sprintf("s%02d", s)
+		servers = append(servers, name)
+		var tools []string
+		for i := range 20 {
+			tools = append(tools, tool(fmt.Sprintf("echo_%d", i)))
+		}
+		r.Add(&upstream{name: name, tools: tools})
+	}
+	return servers
 }
