@@ -1,20 +1,15 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // The gateway exports traces over OTLP/HTTP with an exporter of its own
@@ -33,41 +28,8 @@ func TestServeTracesWithoutGRPC(t *testing.T) {
 		}
 	}
 
-	type export struct {
-		header http.Header
-		req    *coltracepb.ExportTraceServiceRequest
-	}
-	var (
-		mu      sync.Mutex
-		exports []export
-		errs    []string
-	)
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		b, err := io.ReadAll(body)
-		var req coltracepb.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(b, &req)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil || r.URL.Path != "/v1/traces" {
-			errs = append(errs, r.URL.Path+": "+r.Header.Get("Content-Type")+": "+err.Error())
-			http.Error(w, "bad export", http.StatusBadRequest)
-			return
-		}
-		exports = append(exports, export{r.Header.Clone(), &req})
-	}))
-	t.Cleanup(rcv.Close)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+	rcv := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.url)
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-collector-key=k%3D1")
 	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
@@ -86,14 +48,14 @@ func TestServeTracesWithoutGRPC(t *testing.T) {
 	// The call's spans: the request's and the call's, in one trace.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		mu.Lock()
-		if len(errs) > 0 {
-			t.Fatalf("the collector could not read an export: %v", errs)
+		rcv.mu.Lock()
+		if len(rcv.errs) > 0 {
+			t.Fatalf("the collector could not read an export: %v", rcv.errs)
 		}
 		traces := map[string][]string{}
 		var header http.Header
 		var service string
-		for _, ex := range exports {
+		for _, ex := range rcv.exports {
 			header = ex.header
 			for _, rs := range ex.req.ResourceSpans {
 				for _, kv := range rs.Resource.GetAttributes() {
@@ -110,7 +72,7 @@ func TestServeTracesWithoutGRPC(t *testing.T) {
 				}
 			}
 		}
-		mu.Unlock()
+		rcv.mu.Unlock()
 		for _, names := range traces {
 			if len(names) >= 2 {
 				if header.Get("X-Collector-Key") != "k=1" || header.Get("Content-Encoding") != "gzip" || header.Get("Content-Type") != "application/x-protobuf" {

@@ -20,13 +20,20 @@ import (
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver: it decodes what the gateway
-// exports and keeps the spans.
+// exports and keeps the spans, and each export with its headers.
 type otlpReceiver struct {
 	url string
 
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	errs  []string
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	exports []otlpExport
+	errs    []string
+}
+
+// otlpExport is one export request as the receiver got it.
+type otlpExport struct {
+	header http.Header
+	req    *coltracepb.ExportTraceServiceRequest
 }
 
 func startOTLPReceiver(t *testing.T) *otlpReceiver {
@@ -63,6 +70,7 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 				r.spans = append(r.spans, ss.Spans...)
 			}
 		}
+		r.exports = append(r.exports, otlpExport{req.Header.Clone(), &export})
 		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)
