@@ -3,6 +3,7 @@ package telemetry
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,7 @@ type shared struct {
 	gat prometheus.Gatherer
 
 	requests    *prometheus.CounterVec // era, method
+	perRequest  sync.Map               // [2]string{era, method} → prometheus.Counter (methods are bounded)
 	slowClients prometheus.Counter
 
 	mu       sync.Mutex
@@ -69,6 +71,8 @@ type callSet struct {
 	quotas   []func() gateway.QuotaStatus // see quota.go
 
 	perServer sync.Map // server name → *serverMetrics
+	perTarget sync.Map // targetKey → *targetMetrics, at most maxCachedTargets
+	targets   atomic.Int32
 
 	codeMode codeModeMetrics // see the code-mode block below
 }
@@ -79,6 +83,27 @@ type serverMetrics struct {
 	requestBytes  prometheus.Counter
 	responseBytes prometheus.Counter
 }
+
+// targetKey names what a call went to: its server, method and tool.
+type targetKey struct{ server, method, tool string }
+
+// targetMetrics are the children of one call target, looked up once: the
+// per-call cost is then the observations, not four label hashes and
+// vector lookups.
+type targetMetrics struct {
+	key                          targetKey
+	duration, upstream, overhead prometheus.Observer
+	// outcomes are made on an outcome's first call, so that /metrics shows
+	// only the outcomes that happened, as the vector alone would.
+	outcomes [len(outcomes)]atomic.Pointer[prometheus.Counter]
+}
+
+// outcomes are the values of the outcome label, in targetMetrics.outcomes.
+var outcomes = [...]string{OutcomeOK, OutcomeToolError, OutcomeRPCError, OutcomeTransportError, OutcomeTimeout, OutcomeDenied}
+
+// maxCachedTargets bounds perTarget: past it (a server with that many tools
+// called), a call's children are looked up in the vectors each time.
+const maxCachedTargets = 4096
 
 // NewMetrics registers the gateway's metrics, with the Go runtime's and the
 // process's, in a registry of their own.
@@ -228,7 +253,13 @@ func boundedMethod(method string) string {
 
 // request counts a request received from a client.
 func (m *shared) request(era, method string) {
-	m.requests.WithLabelValues(era, boundedMethod(method)).Inc()
+	k := [2]string{era, boundedMethod(method)}
+	if c, ok := m.perRequest.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c, _ := m.perRequest.LoadOrStore(k, m.requests.WithLabelValues(k[0], k[1]))
+	c.(prometheus.Counter).Inc()
 }
 
 // SlowClientDisconnect counts a client stream given up as too slow.
@@ -253,12 +284,51 @@ func (m *callSet) callEnded(sm *serverMetrics, c gateway.CallInfo, outcome strin
 	if c.Method == "tools/call" {
 		tool = c.Name
 	}
-	m.calls.WithLabelValues(c.Server, c.Method, tool, outcome).Inc()
-	m.callDuration.WithLabelValues(c.Server, c.Method, tool).Observe(total.Seconds())
+	tm := m.target(targetKey{c.Server, c.Method, tool})
+	m.outcome(tm, outcome).Inc()
+	tm.duration.Observe(total.Seconds())
 	if outcome != OutcomeDenied {
-		m.upstreamTime.WithLabelValues(c.Server, c.Method).Observe(upstream.Seconds())
+		tm.upstream.Observe(upstream.Seconds())
 	}
-	m.overhead.WithLabelValues(c.Server, c.Method).Observe(max(total-upstream, 0).Seconds())
+	tm.overhead.Observe(max(total-upstream, 0).Seconds())
+}
+
+// target returns the children of one call target, from perTarget when it
+// holds them.
+func (m *callSet) target(k targetKey) *targetMetrics {
+	if v, ok := m.perTarget.Load(k); ok {
+		return v.(*targetMetrics)
+	}
+	tm := &targetMetrics{
+		key:      k,
+		duration: m.callDuration.WithLabelValues(k.server, k.method, k.tool),
+		upstream: m.upstreamTime.WithLabelValues(k.server, k.method),
+		overhead: m.overhead.WithLabelValues(k.server, k.method),
+	}
+	if m.targets.Load() >= maxCachedTargets {
+		return tm
+	}
+	v, loaded := m.perTarget.LoadOrStore(k, tm)
+	if !loaded {
+		m.targets.Add(1)
+	}
+	return v.(*targetMetrics)
+}
+
+// outcome returns the calls_total child of a target's outcome.
+func (m *callSet) outcome(tm *targetMetrics, outcome string) prometheus.Counter {
+	for i, o := range outcomes {
+		if o != outcome {
+			continue
+		}
+		if c := tm.outcomes[i].Load(); c != nil {
+			return *c
+		}
+		c := m.calls.WithLabelValues(tm.key.server, tm.key.method, tm.key.tool, outcome)
+		tm.outcomes[i].Store(&c)
+		return c
+	}
+	return m.calls.WithLabelValues(tm.key.server, tm.key.method, tm.key.tool, outcome)
 }
 
 // States a server can be in (gateway.ServerStatus.State).
