@@ -105,21 +105,23 @@ func (p *process) oneLine() error {
 }
 
 // writeLine is flush for a wbuf already made one line.
+//
+// A write to a pipe its reader keeps up with returns at once, so the
+// writer's ctx is not watched for it: a timer (wwatch, one per process,
+// re-armed per write) fires only for a write still blocked after
+// writeWatchAfter, and from then on the ctx's end interrupts it. A write
+// that completes costs no hook on the ctx (context.AfterFunc's objects and
+// its registration on the parent), and a ctx ending during a blocked write
+// interrupts it at most writeWatchAfter later.
 func (p *process) writeLine(ctx context.Context) (sent bool, err error) {
 	p.wbuf = append(p.wbuf, '\n')
 	if err := ctx.Err(); err != nil {
 		p.release()
 		return false, err
 	}
-	var stop func() bool
-	if ctx.Done() != nil {
-		seq := p.wseq
-		stop = context.AfterFunc(ctx, func() { p.interruptWrite(seq) })
-	}
+	p.watchWrite(ctx)
 	n, werr := p.stdin.Write(p.wbuf)
-	if stop != nil && !stop() {
-		p.resetWriteDeadline()
-	}
+	p.unwatchWrite()
 	switch {
 	case werr == nil:
 		p.release()
@@ -144,6 +146,45 @@ func (p *process) writeLine(ctx context.Context) (sent bool, err error) {
 		p.writeFailed(werr)
 		return false, errNotSent
 	}
+}
+
+// writeWatchAfter is how long a write to stdin runs before its ctx is
+// watched (writeLine).
+const writeWatchAfter = 5 * time.Millisecond
+
+// watchWrite arms the watch of the write about to start (the writer lock
+// is held).
+func (p *process) watchWrite(ctx context.Context) {
+	p.dmu.Lock()
+	p.wctx = ctx
+	p.dmu.Unlock()
+	p.wwatch.Reset(writeWatchAfter)
+}
+
+// unwatchWrite ends the watch of the write that returned. If its ctx hook
+// ran, the write deadline it set is cleared, and the hook's seq made stale.
+func (p *process) unwatchWrite() {
+	p.wwatch.Stop()
+	p.dmu.Lock()
+	stop := p.wstop
+	p.wctx, p.wstop = nil, nil
+	p.dmu.Unlock()
+	if stop != nil && !stop() {
+		p.resetWriteDeadline()
+	}
+}
+
+// writeStalled runs when a write has taken writeWatchAfter: from now on
+// its ctx's end interrupts it. It finds no ctx when the write returned
+// meanwhile.
+func (p *process) writeStalled() {
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
+	if p.wctx == nil || p.wstop != nil {
+		return
+	}
+	seq := p.wseq
+	p.wstop = context.AfterFunc(p.wctx, func() { p.interruptWrite(seq) })
 }
 
 func (p *process) interruptWrite(seq uint64) {

@@ -54,8 +54,13 @@ type process struct {
 	wsem chan struct{}
 	wbuf []byte
 	// dmu and wseq make a stale ctx interrupt unable to hit a later write.
-	dmu  sync.Mutex
-	wseq uint64
+	// wwatch fires when a write has taken writeWatchAfter; only then is
+	// the writer's ctx (wctx) watched, with wstop its hook (lines.go).
+	dmu    sync.Mutex
+	wseq   uint64
+	wwatch *time.Timer
+	wctx   context.Context
+	wstop  func() bool
 
 	// rpc correlates the messages on the pipes; it owns the background
 	// goroutines (server-to-client request handlers, cancellations, the
@@ -138,6 +143,8 @@ func (s *Stdio) exec() (*process, error) {
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	p.wwatch = time.AfterFunc(time.Hour, p.writeStalled)
+	p.wwatch.Stop()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	hooks := rpc.Hooks{Server: s.opts.Name, OnNotification: s.opts.OnNotification, OnRequest: s.opts.OnRequest}
 	p.rpc = rpc.New(p.ctx, s.opts.Name, s.log, hooks, p, s.opts.MaxMessageBytes)
