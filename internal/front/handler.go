@@ -369,16 +369,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		// client cancels with notifications/cancelled. The rest of the
 		// call's stream waits for a GET with Last-Event-ID.
 		st := &stream{h: h, w: w, ctx: r.Context(), sess: sess, reqID: m.ID}
-		var prime *time.Timer
+		var prime *primer
 		if d := h.primeAfter(); d > 0 && acceptsEventStream(r) {
-			prime = time.AfterFunc(d, st.prime)
+			prime = startPrimer(st, d)
 		}
 		ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params,
 			SessionID: sess.logID(), ProtocolVersion: sess.gs.ProtocolVersion(), Header: r.Header})
-		reply := sess.gs.Handle(gateway.WithCallerGone(context.WithoutCancel(ctx), r.Context().Done()), m, st)
-		if prime != nil {
-			prime.Stop()
-		}
+		reply := sess.gs.Handle(gateway.WithCallerGone(ctx, r.Context()), m, st)
+		prime.stop()
 		st.reply(m.ID, reply)
 		done(reply)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -283,13 +284,35 @@ func (s *Session) guarded(ctx context.Context, m *wire.Message, stream Stream, g
 // callerGoneKey is the context key of WithCallerGone.
 type callerGoneKey struct{}
 
-// WithCallerGone tells the session's Handle when the connection of the
-// request it handles closes: a session-era call is not cancelled by that
-// (the client may resume its stream), but a call still waiting for a
-// person's approval is withdrawn, so nobody approves a call whose caller
-// is gone.
-func WithCallerGone(ctx context.Context, gone <-chan struct{}) context.Context {
-	return context.WithValue(ctx, callerGoneKey{}, gone)
+// WithCallerGone is ctx without its cancellation, for the session's Handle
+// of a request whose connection is caller: a session-era call is not
+// cancelled by that connection's end (the client may resume its stream),
+// but a call still waiting for a person's approval is withdrawn, so nobody
+// approves a call whose caller is gone. It is one object (context.WithoutCancel
+// and a value would be two, on every call), and caller's Done is asked for
+// only by a call that waits.
+func WithCallerGone(ctx, caller context.Context) context.Context {
+	return detachedCall{parent: ctx, caller: caller}
+}
+
+// detachedCall is WithCallerGone's context.
+type detachedCall struct{ parent, caller context.Context }
+
+func (detachedCall) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (detachedCall) Done() <-chan struct{}       { return nil }
+func (detachedCall) Err() error                  { return nil }
+
+func (c detachedCall) Value(key any) any {
+	switch key.(type) {
+	case callerGoneKey:
+		return c.caller
+	case *int:
+		// The context package finds a context's canceller under a key of
+		// this type (what context.Cause reads); like context.WithoutCancel,
+		// this context has none.
+		return nil
+	}
+	return c.parent.Value(key)
 }
 
 // whileCallerWaits is the context of a session-era call while the guard
@@ -304,12 +327,15 @@ func (s *Session) whileCallerWaits(ctx context.Context, id json.RawMessage) (con
 		s.calls[c.id] = c
 	}
 	s.mu.Unlock()
-	gone, _ := ctx.Value(callerGoneKey{}).(<-chan struct{})
+	var gone <-chan struct{} // nil: never
+	if caller, ok := ctx.Value(callerGoneKey{}).(context.Context); ok {
+		gone = caller.Done()
+	}
 	watch := make(chan struct{})
 	go func() {
 		select {
 		case <-s.done:
-		case <-gone: // nil: never
+		case <-gone:
 		case <-watch:
 			return
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,15 +160,15 @@ func TestWhileCallerWaits(t *testing.T) {
 	g := New(NewRouter(RouterOptions{}), Info{})
 	for _, how := range []string{"cancelled", "session", "connection"} {
 		s := newSession(t, g)
-		conn := make(chan struct{})
-		ctx, stop := s.whileCallerWaits(WithCallerGone(context.Background(), conn), json.RawMessage(`5`))
+		connCtx, closeConn := context.WithCancel(context.Background())
+		ctx, stop := s.whileCallerWaits(WithCallerGone(context.Background(), connCtx), json.RawMessage(`5`))
 		switch how {
 		case "cancelled":
 			s.HandleNotification(context.Background(), &wire.Message{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":5}`)})
 		case "session":
 			s.Close()
 		case "connection":
-			close(conn)
+			closeConn()
 		}
 		select {
 		case <-ctx.Done():
@@ -175,6 +176,7 @@ func TestWhileCallerWaits(t *testing.T) {
 			t.Fatalf("%s: the waiting call's context did not end", how)
 		}
 		stop()
+		closeConn()
 		s.mu.Lock()
 		left := len(s.calls)
 		s.mu.Unlock()
@@ -220,5 +222,28 @@ func TestStoppedProcessHandsCallOn(t *testing.T) {
 	}
 	if q := g.QuotaStatus(); q.PerClientProcesses["pc"] != 1 {
 		t.Errorf("QuotaStatus %+v, want one process counted", q)
+	}
+}
+
+// WithCallerGone's context is not cancelled with its parent, has no cause
+// of its parent's, and keeps the parent's values.
+func TestWithCallerGoneIsDetached(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	ctx := WithCallerGone(parent, parent)
+	cancel(errors.New("the connection closed"))
+	if ctx.Err() != nil || ctx.Done() != nil {
+		t.Errorf("Err = %v, Done = %v after the parent's cancel: want nil, nil", ctx.Err(), ctx.Done())
+	}
+	if c := context.Cause(ctx); c != nil {
+		t.Errorf("Cause = %v, want nil (the parent's cause must not show through)", c)
+	}
+	if v := ctx.Value(key{}); v != "v" {
+		t.Errorf("Value = %v, want the parent's %q", v, "v")
+	}
+	child, stop := context.WithTimeout(ctx, time.Hour)
+	defer stop()
+	if child.Err() != nil {
+		t.Errorf("a child's Err = %v, want nil", child.Err())
 	}
 }
