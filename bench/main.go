@@ -62,6 +62,7 @@ type options struct {
 	conc         []int
 	era          string
 	httpUpstream bool
+	floor        bool
 	directJSON   bool
 	gatewayBin   string
 	gatewayRev   string
@@ -112,6 +113,7 @@ Flags:
 	conc := fs.String("conc", "", "concurrencies, comma-separated (default 1,16,64; -short 1,16)")
 	fs.StringVar(&o.era, "era", "legacy", "protocol era of the call matrix: legacy (2025-11-25, sessions), 2026-07-28, or both")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "measure gateway → HTTP upstream too (skipped with a note while the gateway refuses url servers)")
+	fs.BoolVar(&o.floor, "floor", true, "measure the floor relay → stdio too (bench/floor: the least an HTTP-to-stdio relay does on net/http), protocol 2025-11-25, beside the gateway: what the topology itself costs")
 	fs.BoolVar(&o.directJSON, "direct-json", false, "the direct echo server answers application/json instead of its default SSE stream")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this mcp-gateway `binary` instead of building ./cmd/mcp-gateway")
 	fs.StringVar(&o.gatewayRev, "gateway-rev", "", "build the gateway from this git `revision` (git archive) instead of the work tree")
@@ -241,6 +243,7 @@ type bench struct {
 	dir      string // temporary directory, removed at the end
 	gateway  string // mcp-gateway binary
 	echo     string // echo server binary
+	floor    string // the floor relay's binary (bench/floor)
 	token    string
 	report   *report
 	rev      string // the commit -gateway-rev resolved to
@@ -374,6 +377,12 @@ func (b *bench) build() error {
 	b.gateway = b.opts.gatewayBin
 	if err := goBuild(root, b.echo, "./bench/echo"); err != nil {
 		return err
+	}
+	if b.opts.floor {
+		b.floor = filepath.Join(b.dir, "floor")
+		if err := goBuild(root, b.floor, "./bench/floor"); err != nil {
+			return err
+		}
 	}
 	if err := b.buildBaseline(root); err != nil {
 		return err

@@ -32,6 +32,7 @@ const (
 	targetDirect      = "direct"
 	targetGatewayIO   = "gateway → stdio"
 	targetGatewayHTTP = "gateway → HTTP"
+	targetFloor       = "floor relay → stdio"
 )
 
 // measuredTarget is a target with its processes and results.
@@ -126,6 +127,15 @@ func (b *bench) setupTargets(era string) []*measuredTarget {
 			} else {
 				up.stop()
 			}
+		}
+	}
+
+	// The floor: the least a relay from HTTP to the same stdio server does
+	// (bench/floor), for the session era, whose requests it relays as they
+	// are.
+	if b.floor != "" && era == eraLegacy {
+		if t := b.gatewayTarget(b.floor, targetFloor, era, b.oneEcho(), "the floor relay (bench/floor): net/http to the SDK echo server as a stdio child, nothing else", nil); t != nil {
+			targets = append(targets, t)
 		}
 	}
 

@@ -266,9 +266,39 @@ func (r *report) verdict(ok bool, met, notMet string) string {
 	return notMet
 }
 
+// goalRow is a row of the Against the goals table.
+type goalRow struct{ goal, measured, met string }
+
+// floorRows set the gateway beside the floor relay (bench/floor), in the
+// same rounds: references, not goals.
+func floorRows(t, floor, direct *measuredTarget) []goalRow {
+	var rows []goalRow
+	add := func(goal, measured string) {
+		rows = append(rows, goalRow{goal, measured, "(reference)"})
+	}
+	if len(t.runs[cell{1, 1}]) > 0 && len(floor.runs[cell{1, 1}]) > 0 {
+		s, f := cellStats(t.runs[cell{1, 1}], floor.runs[cell{1, 1}]), cellStats(floor.runs[cell{1, 1}], direct.runs[cell{1, 1}])
+		add(t.name+": p50 at 1 client against the floor relay's, the same rounds",
+			fmt.Sprintf("%s vs %s ms (%.2f×); the floor relay is %.2f× direct", msf(s.p50), msf(f.p50), s.p50PerDirect, f.p50PerDirect))
+	}
+	if len(t.runs[cell{16, 1}]) > 0 && len(floor.runs[cell{16, 1}]) > 0 {
+		s, f := cellStats(t.runs[cell{16, 1}], floor.runs[cell{16, 1}]), cellStats(floor.runs[cell{16, 1}], direct.runs[cell{16, 1}])
+		ratio := 0.0
+		if f.measured > 0 {
+			ratio = float64(s.measured) / float64(f.measured)
+		}
+		add(t.name+": calls/s and CPU per call at 16 concurrent against the floor relay's",
+			fmt.Sprintf("%.0f vs %.0f calls/s (%.2f×), %s vs %s µs (%.2f×); the floor relay is %.2f× direct's calls/s", s.perSecond, f.perSecond, s.ratePerDirect, us(s.measured), us(f.measured), ratio, f.ratePerDirect))
+	}
+	if t.lastRSS > 0 && floor.lastRSS > 0 {
+		add(t.name+": RSS after load against the floor relay's", fmt.Sprintf("%s vs %s", mib(t.lastRSS), mib(floor.lastRSS)))
+	}
+	return rows
+}
+
 // writeGoals compares the figures with the goals of the benchmark issue.
 func (r *report) writeGoals(b *strings.Builder) {
-	type row struct{ goal, measured, met string }
+	type row = goalRow
 	var rows []row
 	yes := func(ok bool) string { return r.verdict(ok, "yes", "**no**") }
 	for _, e := range r.eras {
@@ -278,8 +308,14 @@ func (r *report) writeGoals(b *strings.Builder) {
 			sessions, era = 0, " ("+e.era+")"
 		}
 		direct := e.targets[0]
+		var floor *measuredTarget
+		for _, t := range e.targets {
+			if t.name == targetFloor {
+				floor = t
+			}
+		}
 		for _, t := range e.targets[1:] {
-			if strings.HasSuffix(t.name, baselineSuffix) {
+			if strings.HasSuffix(t.name, baselineSuffix) || t.name == targetFloor {
 				continue
 			}
 			if s, ok := r.lookup(t, direct, cell{16, sessions}); ok {
@@ -303,6 +339,9 @@ func (r *report) writeGoals(b *strings.Builder) {
 			if t.name == targetGatewayIO && e.era == eraLegacy {
 				if t.lastRSS > 0 {
 					rows = append(rows, row{"RSS after load ≤ 15 MiB with one server (default flags: metrics on, tracing off)", mib(t.lastRSS), yes(t.lastRSS <= 15<<20)})
+				}
+				if floor != nil {
+					rows = append(rows, floorRows(t, floor, direct)...)
 				}
 			}
 		}
