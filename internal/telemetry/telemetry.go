@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -315,11 +316,31 @@ func putAttrs(a *[6]attribute.KeyValue) {
 // spanName is "{mcp.method.name} {target}", the target being the tool or
 // prompt name where there is one.
 func spanName(method, name string) string {
-	if name != "" && (method == "tools/call" || method == "prompts/get") {
-		return method + " " + name
+	if name == "" || (method != "tools/call" && method != "prompts/get") {
+		return method
 	}
-	return method
+	k := [2]string{method, name}
+	if v, ok := spanNames.Load(k); ok {
+		return v.(string)
+	}
+	s := method + " " + name
+	if spanNameCount.Load() < maxSpanNames {
+		if _, loaded := spanNames.LoadOrStore(k, s); !loaded {
+			spanNameCount.Add(1)
+		}
+	}
+	return s
 }
+
+// spanNames keeps the span names made (two spans a call name each the same
+// way), at most maxSpanNames: names come from clients, and past the bound a
+// name is made for each span again.
+var (
+	spanNames     sync.Map // [2]string{method, name} → string
+	spanNameCount atomic.Int32
+)
+
+const maxSpanNames = 4096
 
 func appendTarget(attrs []attribute.KeyValue, method, name string) []attribute.KeyValue {
 	switch {
