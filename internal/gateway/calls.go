@@ -161,7 +161,7 @@ func (s *Session) upstreamOf(ctx context.Context, srv *server) (Upstream, error)
 	case !s.stateless:
 		return s.upstreamFor(ctx, srv)
 	case declaresExtensions(s.capabilities) && !isStateless(srv.up):
-		up, err := s.gw.extensionUpstream(ctx, srv, s.capabilities)
+		up, err := s.gw.extensionUpstream(ctx, srv, s.capabilities, clientKey(s.clientInfo))
 		if err != nil || up != nil {
 			return up, err
 		}

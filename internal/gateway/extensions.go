@@ -43,19 +43,57 @@ func mergeExtensions(caps map[string]any, init json.RawMessage) {
 // 2026-07-28 client that declares extensions gets one made for exactly the
 // capabilities it declares, shared by the 2026-07-28 clients declaring the
 // same (they have no session to own one). At most maxExtensionSessions per
-// server; past them a client's calls take the gateway's own session, whose
-// capabilities carry no client's extensions. They close with the server.
+// server, and at most maxExtensionSessionsPerClient of them made for one
+// client (clientKey): past its share a client's calls take the gateway's
+// own session, whose capabilities carry no client's extensions, and the
+// other clients' sets still get theirs. They close with the server.
 
 // maxExtensionSessions bounds the sessions a remote server gets for the
 // capability sets of 2026-07-28 clients that declare extensions.
 const maxExtensionSessions = 16
 
+// maxExtensionSessionsPerClient bounds those one client makes: a client
+// declaring a new set on every request fills only its own share.
+const maxExtensionSessionsPerClient = 4
+
+// LimitExtensionSessionsPerClient and LimitExtensionSessions name the two
+// bounds as QuotaStatus counts their refusals.
+const (
+	LimitExtensionSessionsPerClient = "max-extension-sessions-per-client"
+	LimitExtensionSessions          = "max-extension-sessions"
+)
+
 // extensionSessions are a per-client server's upstream sessions by the
-// capabilities (raw, as declared) they were initialized with.
+// capabilities (raw, as declared) they were initialized with, and the
+// client that made each.
 type extensionSessions struct {
 	mu     sync.Mutex
 	ups    map[string]Upstream
+	owners map[string]string // capabilities → the client (clientKey) that made its session
 	closed bool
+}
+
+// made counts the sessions client made; es.mu is held.
+func (es *extensionSessions) made(client string) int {
+	n := 0
+	for _, o := range es.owners {
+		if o == client {
+			n++
+		}
+	}
+	return n
+}
+
+// full reports which bound a new session for client would pass ("" for
+// none); es.mu is held.
+func (es *extensionSessions) full(client string) string {
+	switch {
+	case es.made(client) >= maxExtensionSessionsPerClient:
+		return LimitExtensionSessionsPerClient
+	case len(es.ups) >= maxExtensionSessions:
+		return LimitExtensionSessions
+	}
+	return ""
 }
 
 // declaresExtensions reports whether client capabilities declare any extension.
@@ -70,9 +108,9 @@ func declaresExtensions(caps json.RawMessage) bool {
 }
 
 // extensionUpstream returns the upstream session of srv made for caps,
-// starting it on first use; nil (with no error) when the server has its
-// maximum of them already.
-func (g *Gateway) extensionUpstream(ctx context.Context, srv *server, caps json.RawMessage) (Upstream, error) {
+// starting it on first use for client; nil (with no error) when the server
+// has its maximum of them already, or client its share.
+func (g *Gateway) extensionUpstream(ctx context.Context, srv *server, caps json.RawMessage, client string) (Upstream, error) {
 	es := &srv.extSessions
 	key := string(caps)
 	es.mu.Lock()
@@ -84,9 +122,9 @@ func (g *Gateway) extensionUpstream(ctx context.Context, srv *server, caps json.
 		es.mu.Unlock()
 		return up, nil
 	}
-	if len(es.ups) >= maxExtensionSessions {
+	if limit := es.full(client); limit != "" {
 		es.mu.Unlock()
-		g.Router.log.Debug("a 2026-07-28 client's extensions do not reach the server: it has its maximum of sessions for declared capabilities; the call takes the gateway's own session", "server", srv.name, "max", maxExtensionSessions)
+		g.refuseExtensionSession(srv, client, limit)
 		return nil, nil
 	}
 	es.mu.Unlock()
@@ -99,27 +137,47 @@ func (g *Gateway) extensionUpstream(ctx context.Context, srv *server, caps json.
 		return nil, err
 	}
 	es.mu.Lock()
-	if prev := es.ups[key]; prev != nil || es.closed || len(es.ups) >= maxExtensionSessions {
+	prev := es.ups[key]
+	limit := ""
+	if prev == nil && !es.closed {
+		limit = es.full(client)
+	}
+	if prev != nil || es.closed || limit != "" {
 		es.mu.Unlock()
 		_ = up.Close()
 		if prev != nil {
 			return prev, nil
 		}
+		if limit != "" {
+			g.refuseExtensionSession(srv, client, limit)
+		}
 		return nil, nil
 	}
 	if es.ups == nil {
-		es.ups = map[string]Upstream{}
+		es.ups, es.owners = map[string]Upstream{}, map[string]string{}
 	}
-	es.ups[key] = up
+	es.ups[key], es.owners[key] = up, client
 	es.mu.Unlock()
 	return up, nil
+}
+
+// refuseExtensionSession counts and logs a client's capabilities that get
+// no session of their own: its calls take the gateway's own session.
+func (g *Gateway) refuseExtensionSession(srv *server, client, limit string) {
+	g.quota.refuse(limit)
+	bound := maxExtensionSessions
+	if limit == LimitExtensionSessionsPerClient {
+		bound = maxExtensionSessionsPerClient
+	}
+	g.Router.log.Debug("a 2026-07-28 client's extensions do not reach the server: the sessions for declared capabilities are at their maximum; the call takes the gateway's own session",
+		"server", srv.name, "client", client, "limit", limit, "max", bound)
 }
 
 // close closes the sessions, for the server's removal.
 func (es *extensionSessions) close() []error {
 	es.mu.Lock()
 	ups := es.ups
-	es.ups, es.closed = nil, true
+	es.ups, es.owners, es.closed = nil, nil, true
 	es.mu.Unlock()
 	var errs []error
 	for _, up := range ups {

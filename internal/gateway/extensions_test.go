@@ -100,3 +100,82 @@ func TestStatelessClientExtensionsReachSessionEraServer(t *testing.T) {
 		t.Errorf("after the server's removal %d sessions for extensions are kept (closed %v)", left, closed)
 	}
 }
+
+// One client declaring ever new capability sets fills only its share of
+// the sessions made for them: past it its calls take the gateway's own
+// session, and another client's set still gets a session of its own.
+func TestExtensionSessionsHaveAShareEachClient(t *testing.T) {
+	r := NewRouter(RouterOptions{})
+	g := New(r, Info{})
+	shared := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
+	var mu sync.Mutex
+	made := map[string]*fakeUpstream{}
+	r.AddPerClient(shared, Hooks{}, func(caps json.RawMessage, _ Hooks) Upstream {
+		up := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
+		mu.Lock()
+		made[string(caps)] = up
+		mu.Unlock()
+		return up
+	})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	call := func(client string, set int) {
+		t.Helper()
+		caps := fmt.Sprintf(`{"extensions":{"io.example/x%d":{}}}`, set)
+		m := msg(fmt.Sprint(set), "tools/call", `{"name":"work","_meta":{"`+MetaProtocolVersion+`":"`+StatelessVersion+`","`+
+			MetaClientCapabilities+`":`+caps+`,"`+MetaClientInfo+`":{"name":"`+client+`","version":"1"}}}`)
+		if rep := g.HandleStateless(context.Background(), m, nil); rep.Error != nil {
+			t.Fatalf("%s's call with capability set %d: %s", client, set, rep.Error)
+		}
+	}
+	for set := range maxExtensionSessionsPerClient + 2 {
+		call("greedy", set)
+	}
+	mu.Lock()
+	greedy := len(made)
+	mu.Unlock()
+	if greedy != maxExtensionSessionsPerClient {
+		t.Errorf("one client's %d capability sets got %d sessions, want its share of %d", maxExtensionSessionsPerClient+2, greedy, maxExtensionSessionsPerClient)
+	}
+	if got := len(shared.calls); got != 2 {
+		t.Errorf("the gateway's own session got %d of the greedy client's calls, want the 2 past its share", got)
+	}
+	call("other", 100)
+	mu.Lock()
+	other := made[`{"extensions":{"io.example/x100":{}}}`]
+	mu.Unlock()
+	if other == nil || len(other.calls) != 1 {
+		t.Fatalf("another client's capability set got no session of its own once the first had its share")
+	}
+	// A client using a set another client made is not counted for it.
+	call("other", 0)
+	if got := len(shared.calls); got != 2 {
+		t.Errorf("a call with a set whose session exists went to the gateway's own session (%d calls there)", got)
+	}
+	if n := g.QuotaStatus().Refused[LimitExtensionSessionsPerClient]; n != 2 {
+		t.Errorf("refusals at %s: %d, want 2", LimitExtensionSessionsPerClient, n)
+	}
+
+	// The bound of the whole server still holds: clients with their shares
+	// fill it, and one more set takes the gateway's own session.
+	for c := 1; len(made) < maxExtensionSessions; c++ {
+		for set := range maxExtensionSessionsPerClient {
+			call(fmt.Sprintf("client-%d", c), 1000*c+set)
+			mu.Lock()
+			n := len(made)
+			mu.Unlock()
+			if n == maxExtensionSessions {
+				break
+			}
+		}
+	}
+	before := len(shared.calls)
+	call("late", 99999)
+	if got := len(shared.calls); got != before+1 {
+		t.Errorf("with %d sessions made a new set did not take the gateway's own session", maxExtensionSessions)
+	}
+	if n := g.QuotaStatus().Refused[LimitExtensionSessions]; n != 1 {
+		t.Errorf("refusals at %s: %d, want 1", LimitExtensionSessions, n)
+	}
+}

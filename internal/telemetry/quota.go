@@ -19,7 +19,7 @@ var (
 		"Tasks the gateway holds for its clients (kept until their ttl, or a task-augmented call in flight), bounded by --max-tasks in all.",
 		nil, nil)
 	descLimitRefusals = prometheus.NewDesc("mcp_gateway_limit_refusals_total",
-		"Requests refused at a limit on what clients hold, by the limit's flag (max-input-waits-per-client, max-per-client-processes, max-per-client-processes-total, max-tasks-per-client, max-tasks).",
+		"Requests refused at a limit on what clients hold, by the limit's flag (max-input-waits-per-client, max-per-client-processes, max-per-client-processes-total, max-tasks-per-client, max-tasks) or fixed bound (max-extension-sessions-per-client, max-extension-sessions: sessions of a remote server made for 2026-07-28 clients' declared capabilities).",
 		[]string{"limit"}, nil)
 	descLimitDrops = prometheus.NewDesc("mcp_gateway_limit_drops_total",
 		"Holdings ended to make room or for idleness: input_wait (the oldest of the client holding the most, at max-input-waits), process_evicted (the longest idle per-client process, at a process limit), process_idle (per-client-idle-timeout).",
@@ -78,7 +78,8 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range procs {
 		ch <- prometheus.MustNewConstMetric(descPerClientProcesses, prometheus.GaugeValue, float64(v), k)
 	}
-	for _, k := range []string{gateway.LimitInputWaitsPerClient, gateway.LimitPerClientProcesses, gateway.LimitPerClientProcessesTotal, gateway.LimitTasksPerClient, gateway.LimitTasks} {
+	for _, k := range []string{gateway.LimitInputWaitsPerClient, gateway.LimitPerClientProcesses, gateway.LimitPerClientProcessesTotal, gateway.LimitTasksPerClient, gateway.LimitTasks,
+		gateway.LimitExtensionSessionsPerClient, gateway.LimitExtensionSessions} {
 		ch <- prometheus.MustNewConstMetric(descLimitRefusals, prometheus.CounterValue, float64(refused[k]), k)
 	}
 	for _, k := range []string{"input_wait", "process_evicted", "process_idle"} {
