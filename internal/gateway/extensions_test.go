@@ -50,12 +50,15 @@ func TestExtensionsMerged(t *testing.T) {
 // capabilities, shared with the clients declaring the same; a client
 // declaring none takes the gateway's own session. The sessions close with
 // the server.
-func TestStatelessClientExtensionsReachSessionEraServer(t *testing.T) {
-	r := NewRouter(RouterOptions{})
-	g := New(r, Info{})
-	shared := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
-	var mu sync.Mutex
-	made := map[string]*fakeUpstream{}
+// perClientServer is a gateway with one per-client server "pc" (tool
+// "work"): its shared upstream, and the ones made for capability sets.
+// made is written under mu.
+func perClientServer(t *testing.T) (r *Router, g *Gateway, shared *fakeUpstream, made map[string]*fakeUpstream, mu *sync.Mutex) {
+	t.Helper()
+	r = NewRouter(RouterOptions{})
+	g = New(r, Info{})
+	shared = &fakeUpstream{name: "pc", tools: []string{tool("work")}}
+	made, mu = map[string]*fakeUpstream{}, &sync.Mutex{}
 	r.AddPerClient(shared, Hooks{}, func(caps json.RawMessage, _ Hooks) Upstream {
 		up := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
 		mu.Lock()
@@ -66,6 +69,11 @@ func TestStatelessClientExtensionsReachSessionEraServer(t *testing.T) {
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return r, g, shared, made, mu
+}
+
+func TestStatelessClientExtensionsReachSessionEraServer(t *testing.T) {
+	r, g, shared, made, mu := perClientServer(t)
 	call := func(id int, caps string) {
 		t.Helper()
 		m := msg(fmt.Sprint(id), "tools/call", `{"name":"work","_meta":{"`+MetaProtocolVersion+`":"`+StatelessVersion+`","`+MetaClientCapabilities+`":`+caps+`}}`)
@@ -105,21 +113,7 @@ func TestStatelessClientExtensionsReachSessionEraServer(t *testing.T) {
 // the sessions made for them: past it its calls take the gateway's own
 // session, and another client's set still gets a session of its own.
 func TestExtensionSessionsHaveAShareEachClient(t *testing.T) {
-	r := NewRouter(RouterOptions{})
-	g := New(r, Info{})
-	shared := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
-	var mu sync.Mutex
-	made := map[string]*fakeUpstream{}
-	r.AddPerClient(shared, Hooks{}, func(caps json.RawMessage, _ Hooks) Upstream {
-		up := &fakeUpstream{name: "pc", tools: []string{tool("work")}}
-		mu.Lock()
-		made[string(caps)] = up
-		mu.Unlock()
-		return up
-	})
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, g, shared, made, mu := perClientServer(t)
 	call := func(client string, set int) {
 		t.Helper()
 		caps := fmt.Sprintf(`{"extensions":{"io.example/x%d":{}}}`, set)
