@@ -152,7 +152,7 @@ func (r *report) writeCalls(b *strings.Builder, e *eraResult) {
 		fmt.Fprintf(b, "- **%s**: %s\n", t.name, t.label)
 	}
 	b.WriteString("\nLatency is one tools/call as the client sees it (request written to response parsed); p50/p90/p99 are medians over rounds, max the slowest call of all rounds. " +
-		"CPU per call is utime+stime from /proc/<pid>/stat over the run ÷ calls: *gateway* of the gateway process, " +
+		"CPU per call is the time its threads ran (/proc/<pid>/task/*/schedstat) over the run ÷ calls: *gateway* of the gateway process, " +
 		"*server* of the echo server (for direct, the server is the whole target), *client* of this benchmark. " +
 		"RSS is VmRSS after the last round: the gateway's, or the echo server's for direct. " +
 		"Ratios are the median over rounds of each round's ratio to direct in the same cell.")
@@ -451,7 +451,7 @@ func (r *report) writeLists(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "### tools/list: every page, one client, %d reads\n\n", r.opts.listIters)
 	b.WriteString("Timed from the first request written to the last page received; decoding the pages (the client's work) is not timed. " +
-		"CPU is that of the process answering (the gateway, or the SDK server), utime+stime over the reads ÷ reads.\n\n")
+		"CPU is that of the process answering (the gateway, or the SDK server), the time its threads ran over the reads ÷ reads.\n\n")
 	b.WriteString("| what | tools | pages | p50 ms | p90 ms | p99 ms | CPU per full read ms | RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.lists {
 		fmt.Fprintf(b, "| %s | %d | %d | %s | %s | %s | %s | %.1f |\n", l.what, l.tools, l.pages,
