@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // A short run (make bench-short, in make test) has too few calls to judge a
@@ -57,5 +59,27 @@ func TestFloorIsAReferenceNotAGoal(t *testing.T) {
 	}
 	if strings.Contains(got, targetFloor+": calls/s at 16 concurrent ≥") {
 		t.Errorf("the floor relay was judged against the goals:\n%s", got)
+	}
+}
+
+// The OTLP receiver counts the spans of an export: each scope's, of each
+// resource's.
+func TestCountSpans(t *testing.T) {
+	span := protowire.AppendTag(nil, 2, protowire.BytesType)
+	span = protowire.AppendBytes(span, []byte{0x0a, 0x01, 0x00}) // a span with a 1-byte trace_id
+	scope := protowire.AppendTag(nil, 1, protowire.BytesType)
+	scope = protowire.AppendBytes(scope, nil) // the scope
+	scope = append(append(scope, span...), span...)
+	rs := protowire.AppendTag(nil, 2, protowire.BytesType)
+	rs = protowire.AppendBytes(rs, scope)
+	rs = append(append(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendBytes(nil, nil)...), rs...) // resource, then the scope spans
+	req := protowire.AppendTag(nil, 1, protowire.BytesType)
+	req = protowire.AppendBytes(req, rs)
+	req = append(req, req...) // two resource spans
+	if n, err := countSpans(req); err != nil || n != 4 {
+		t.Errorf("countSpans = %d, %v; want 4", n, err)
+	}
+	if _, err := countSpans([]byte{0x0a, 0x05, 0x01}); err == nil {
+		t.Error("a truncated export was counted without an error")
 	}
 }

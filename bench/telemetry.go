@@ -13,6 +13,7 @@ package main
 // exporting them, with its own OTLP/HTTP exporter, to the same receiver.
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // telemetryVariant is one way of running the gateway.
@@ -40,6 +43,8 @@ type telemetryResult struct {
 	variants []telemetryVariant
 	cpu      map[string][]time.Duration
 	spans    int64 // bytes of OTLP exports received
+	gwSpans  int64 // spans the gateways exported
+	traced   int64 // calls made to the traced variants
 	calls    int
 	sdk      []time.Duration // the SDK alone: its CPU per call of each round
 }
@@ -73,22 +78,106 @@ func runSDK(bin, endpoint string, calls int) (time.Duration, error) {
 	return time.Duration(v * float64(time.Microsecond)), err
 }
 
+// otlpSink is an OTLP/HTTP trace receiver that counts what it is sent:
+// bytes, and spans (so that a variant or the baseline that dropped spans,
+// and their export's cost, is seen).
+type otlpSink struct {
+	ln           net.Listener
+	srv          *http.Server
+	bytes, spans atomic.Int64
+	bad          atomic.Int64 // exports that were not OTLP
+}
+
+func newOTLPSink() (*otlpSink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	k := &otlpSink{ln: ln}
+	k.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				k.bad.Add(1)
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		b, _ := io.ReadAll(body)
+		k.bytes.Add(int64(len(b)))
+		if n, err := countSpans(b); err != nil {
+			k.bad.Add(1)
+		} else {
+			k.spans.Add(int64(n))
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go k.srv.Serve(ln) //nolint:errcheck // ends with Close
+	return k, nil
+}
+
+func (k *otlpSink) endpoint() string { return "http://" + k.ln.Addr().String() }
+
+// countSpans counts the spans of an ExportTraceServiceRequest: its
+// resource_spans (1), their scope_spans (2), their spans (2).
+func countSpans(b []byte) (int, error) {
+	n := 0
+	err := eachBytesField(b, 1, func(rs []byte) error {
+		return eachBytesField(rs, 2, func(ss []byte) error {
+			return eachBytesField(ss, 2, func([]byte) error { n++; return nil })
+		})
+	})
+	return n, err
+}
+
+// eachBytesField calls f with each length-delimited field num of a message.
+func eachBytesField(b []byte, num protowire.Number, f func([]byte) error) error {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return protowire.ParseError(l)
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return protowire.ParseError(l)
+			}
+			if err := f(v); err != nil {
+				return err
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return protowire.ParseError(l)
+		}
+		b = b[l:]
+	}
+	return nil
+}
+
 func (b *bench) telemetryCost() {
 	progress("\n== telemetry: metrics and traces, on and off ==")
-	var received atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// One receiver for the gateways, one for the SDK baseline, so that each
+	// one's spans are counted.
+	sink, err := newOTLPSink()
 	if err != nil {
 		b.fail("telemetry: the OTLP receiver: %v", err)
 		return
 	}
-	sink := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := io.Copy(io.Discard, r.Body)
-		received.Add(n)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go sink.Serve(ln) //nolint:errcheck // ends with Close below
-	defer sink.Close()
+	defer sink.srv.Close()
+	sdkSink, err := newOTLPSink()
+	if err != nil {
+		b.fail("telemetry: the OTLP receiver: %v", err)
+		return
+	}
+	defer sdkSink.srv.Close()
+	ln := sink.ln
 
 	variants := []telemetryVariant{
 		{name: "off", args: []string{"--metrics=false"}},
@@ -135,9 +224,13 @@ func (b *bench) telemetryCost() {
 			b.fail("telemetry (%s): opening a session: %v", v.name, err)
 			return
 		}
-		if w := load(t, r.sessions, 16, min(1000, b.opts.calls), limit); w.errors > 0 {
+		w := load(t, r.sessions, 16, min(1000, b.opts.calls), limit)
+		if w.errors > 0 {
 			b.fail("telemetry (%s): warm-up: %d calls failed; first: %v", v.name, w.errors, w.firstErr)
 			return
+		}
+		if len(v.env) > 0 {
+			res.traced += int64(w.calls)
 		}
 	}
 	for round := range b.opts.rounds {
@@ -148,13 +241,22 @@ func (b *bench) telemetryCost() {
 				b.fail("telemetry (%s): %d of %d calls failed; first: %v", r.v.name, run.errors, run.errors+run.calls, run.firstErr)
 				return
 			}
+			if len(r.v.env) > 0 {
+				res.traced += int64(run.calls)
+			}
 			cpu := run.cpuPerCall(run.measuredCPU)
 			res.cpu[r.v.name] = append(res.cpu[r.v.name], cpu)
 			progress("round %d/%d  %-20s gateway CPU per call %s µs  %7.0f calls/s", round+1, b.opts.rounds, r.v.name, us(cpu), run.perSecond())
 		}
-		cpu, err := runSDK(sdkBin, "http://"+ln.Addr().String(), b.opts.calls)
+		before := sdkSink.spans.Load()
+		cpu, err := runSDK(sdkBin, sdkSink.endpoint(), b.opts.calls)
 		if err != nil {
 			b.fail("telemetry (%s): %v", sdkVariant, err)
+			return
+		}
+		// The baseline flushes before it exits: every span it made is in.
+		if got, want := sdkSink.spans.Load()-before, int64(2*b.opts.calls); got != want {
+			b.fail("telemetry (%s): %d spans exported, want %d: a baseline that drops spans does not pay for their export", sdkVariant, got, want)
 			return
 		}
 		res.sdk = append(res.sdk, cpu)
@@ -176,9 +278,16 @@ func (b *bench) telemetryCost() {
 	for _, r := range targets {
 		r.stop()
 	}
-	res.spans = received.Load()
-	if res.spans == 0 {
+	res.spans, res.gwSpans = sink.bytes.Load(), sink.spans.Load()
+	switch {
+	case res.spans == 0:
 		b.fail("telemetry (metrics + traces): the OTLP receiver got no export")
+	case sink.bad.Load() > 0 || sdkSink.bad.Load() > 0:
+		b.fail("telemetry: %d exports were not OTLP traces", sink.bad.Load()+sdkSink.bad.Load())
+	case res.gwSpans < 2*res.traced:
+		// Each traced call is two spans (the request's and the forwarded
+		// call's); the sessions' initialize and notifications add a few.
+		b.fail("telemetry: the traced gateways exported %d spans for %d calls, want at least %d: spans were dropped", res.gwSpans, res.traced, 2*res.traced)
 	}
 	b.report.telemetry = res
 }
@@ -212,8 +321,9 @@ func (r *report) writeTelemetry(b *strings.Builder) {
 	}
 	b.WriteString("### Telemetry: what metrics and traces cost\n\n")
 	fmt.Fprintf(b, "The gateway → stdio echo, 16 concurrent calls on one session, %d calls per round, the variants alternated in each round; "+
-		"traces sample every call and are exported over OTLP/HTTP to a receiver in the benchmark's process (%d bytes received), in the gateway's batches (64 spans) or, *traces, batch 512*, in the SDK's default ones. "+
-		"The ratio is the median over rounds of each round's ratio to off.\n\n", t.calls, t.spans)
+		"traces sample every call and are exported over OTLP/HTTP to a receiver in the benchmark's process (%d bytes, %d spans received for %d traced calls: none dropped), in the gateway's batches (64 spans) or, *traces, batch 512*, in the SDK's default ones. "+
+		"The SDK baseline exports to a receiver of its own, which counts its two spans a call, every one. "+
+		"The ratio is the median over rounds of each round's ratio to off.\n\n", t.calls, t.spans, t.gwSpans, t.traced)
 	b.WriteString("| variant | gateway CPU per call (µs, median) | ÷ off | goal |\n|---|---:|---:|---:|\n")
 	off := t.cpu["off"]
 	for _, v := range t.variants {

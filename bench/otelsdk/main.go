@@ -5,7 +5,9 @@
 // attributes, and ends both; a batch span processor exports them over
 // OTLP/HTTP with the SDK's own exporter (otlptracehttp), in batches of 64
 // (the gateway's default) unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE says
-// otherwise, to the collector the OTEL_EXPORTER_OTLP_* variables name.
+// otherwise, to the collector the OTEL_EXPORTER_OTLP_* variables name, with
+// a queue that holds every span (none dropped) unless OTEL_BSP_MAX_QUEUE_SIZE
+// says otherwise.
 //
 // It runs -calls calls on -conc goroutines, flushes, and prints one line:
 // its own CPU time (getrusage: user + system) per call, in microseconds.
@@ -61,6 +63,15 @@ func run(calls, conc int) error {
 	var opts []sdktrace.BatchSpanProcessorOption
 	if strings.TrimSpace(os.Getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) == "" {
 		opts = append(opts, sdktrace.WithMaxExportBatchSize(64))
+	}
+	if strings.TrimSpace(os.Getenv("OTEL_BSP_MAX_QUEUE_SIZE")) == "" {
+		// A queue every span fits in: the loop makes spans faster than
+		// they are exported, and with the default queue (2 048) the SDK
+		// drops the rest, and with them the cost of exporting them (its
+		// CPU per call then falls the more calls a run makes: 10.3 µs at
+		// 3 000 calls, 5.5 at 20 000, against 14–17 with every span kept).
+		// The gateway, at its load, exports every span it makes.
+		opts = append(opts, sdktrace.WithMaxQueueSize(2*calls+1024))
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter, opts...), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
