@@ -35,9 +35,9 @@ func BenchmarkCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The gateway's batcher, and a queue no loop fills: with the default
-	// 2048, a loop faster than the export drops spans, and their export's cost.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newSpanBatcher(exporter, envOf(map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "1048576"}))),
+	// The gateway's batch, and a queue no loop fills: with the default 2048,
+	// a loop faster than the export drops spans, and their export's cost.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter, sdktrace.WithMaxExportBatchSize(DefaultExportBatch), sdktrace.WithMaxQueueSize(1<<20)),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())
 

@@ -271,6 +271,30 @@ func TestTracingConfigured(t *testing.T) {
 	}
 }
 
+// The gateway's export batch is DefaultExportBatch spans unless
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE names one (the SDK reads it then).
+func TestBatchOptions(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want int // 0: the SDK's own from the variable
+	}{
+		{"", DefaultExportBatch},
+		{"  ", DefaultExportBatch},
+		{"512", 0},
+		{"16", 0},
+	} {
+		var o sdktrace.BatchSpanProcessorOptions
+		for _, opt := range batchOptions(func(k string) string {
+			return map[string]string{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": tc.env}[k]
+		}) {
+			opt(&o)
+		}
+		if o.MaxExportBatchSize != tc.want {
+			t.Errorf("OTEL_BSP_MAX_EXPORT_BATCH_SIZE=%q: batch %d, want %d", tc.env, o.MaxExportBatchSize, tc.want)
+		}
+	}
+}
+
 // In host mode each sandbox's calls and servers carry its name, and a
 // removed sandbox's series go with it.
 func TestForSandbox(t *testing.T) {

@@ -59,7 +59,7 @@ func NewTracerProvider(ctx context.Context, version string, getenv func(string) 
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("the trace resource: %w; check OTEL_RESOURCE_ATTRIBUTES", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newSpanBatcher(exporter, getenv)), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter, batchOptions(getenv)...), sdktrace.WithResource(res)), nil
 }
 
 // DefaultExportBatch is the most spans the gateway exports in one OTLP
@@ -71,6 +71,16 @@ func NewTracerProvider(ctx context.Context, version string, getenv func(string) 
 // per batch costs more than that saves; with little traffic a batch goes
 // out after OTEL_BSP_SCHEDULE_DELAY (5 s) as before.
 const DefaultExportBatch = 64
+
+// batchOptions are the batch span processor's options beyond what the SDK
+// reads from OTEL_BSP_* itself (options given here win over the variables,
+// so each is given only where its variable is unset).
+func batchOptions(getenv func(string) string) []sdktrace.BatchSpanProcessorOption {
+	if strings.TrimSpace(getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) != "" {
+		return nil
+	}
+	return []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxExportBatchSize(DefaultExportBatch)}
+}
 
 // Getenv is os.Getenv, the default source of the OTEL_* variables.
 var Getenv = os.Getenv
