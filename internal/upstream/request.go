@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
@@ -29,12 +32,13 @@ const (
 
 // postMessage POSTs a message that gets no response in the HTTP answer: a
 // notification, an answer to the server, or (legacy transport) a request,
-// whose response comes on the event stream.
-func (s *session) postMessage(ctx context.Context, what string, body []byte) error {
-	if strings.HasPrefix(what, "notifications/") && ctx.Value(statelessHeadersKey{}) == nil {
-		ctx = context.WithValue(ctx, statelessHeadersKey{}, http.Header{"Mcp-Method": {what}})
+// whose response comes on the event stream. mh are the message's own
+// headers; nil gives a notification its Mcp-Method.
+func (s *session) postMessage(ctx context.Context, what string, body []byte, mh *messageHeaders) error {
+	if mh == nil && strings.HasPrefix(what, "notifications/") {
+		mh = &messageHeaders{method: what}
 	}
-	resp, err := s.do(ctx, http.MethodPost, body, "")
+	resp, err := s.do(ctx, http.MethodPost, body, "", mh)
 	if err != nil {
 		return s.transportError(what, err)
 	}
@@ -48,28 +52,44 @@ func (s *session) postMessage(ctx context.Context, what string, body []byte) err
 
 // do sends one HTTP request of the session: POST a message to the endpoint,
 // GET a stream (resuming after lastEventID if set), or DELETE the session.
-// The request is built by hand, with the session's prepared headers: what
-// http.NewRequest would do, without parsing the URL again and building its
-// headers anew for every message.
-func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+// mh, when not nil, are the headers of the message (or of the call whose
+// stream is resumed). The request is built by hand, with the session's
+// prepared headers: what http.NewRequest would do, without parsing the URL
+// again and building its headers anew for every message. A request with
+// headers of its own (mh, Last-Event-ID, a trace context) gets one map of
+// them all, the prepared ones' values shared.
+func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string, mh *messageHeaders) (*http.Response, error) {
 	target := s.h.url
 	if method == http.MethodPost && s.endpoint != nil {
 		target = s.endpoint
 	}
 	hs := s.headers()
 	var header http.Header
-	switch {
-	case method == http.MethodPost:
-		header = traceHeaders(ctx, hs.post)
-	case method == http.MethodGet && lastEventID == "":
+	switch method {
+	case http.MethodPost:
+		header = hs.post
+	case http.MethodGet:
 		header = hs.get
-	case method == http.MethodGet:
-		header = hs.get.Clone()
-		header.Set("Last-Event-ID", lastEventID)
 	default:
 		header = hs.base
 	}
-	if s.h.client.Jar != nil {
+	traced := method == http.MethodPost && trace.SpanContextFromContext(ctx).IsValid()
+	if own := mh != nil && (mh.method != "" || mh.name != "" || len(mh.params) > 0); own || lastEventID != "" || traced {
+		n := len(header) + 1
+		if own {
+			n += mh.count()
+		}
+		header = copyHeader(header, n)
+		if own {
+			mh.addTo(header)
+		}
+		if lastEventID != "" {
+			header["Last-Event-Id"] = []string{lastEventID}
+		}
+		if traced {
+			traceContext.Inject(ctx, propagation.HeaderCarrier(header))
+		}
+	} else if s.h.client.Jar != nil {
 		header = header.Clone() // the client adds the jar's cookies to it
 	}
 	req := http.Request{
@@ -90,6 +110,16 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return s.h.send(req.WithContext(ctx))
+}
+
+// copyHeader returns a new map of header's fields, with room for n in all;
+// the values are shared, as the copy is only added to.
+func copyHeader(header http.Header, n int) http.Header {
+	out := make(http.Header, n)
+	for k, v := range header {
+		out[k] = v
+	}
+	return out
 }
 
 // removeEmptyPort drops the colon of a host with an empty port ("host:"),

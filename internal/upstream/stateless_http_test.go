@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -240,5 +241,86 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Stateless(), *methods, c.wantStateless, c.wantFirst)
 			}
 		})
+	}
+}
+
+// Every request carries the configured headers, the session's and its
+// own (Mcp-Method, Mcp-Name; Last-Event-ID when it resumes a call's
+// stream, which carries the call's headers too), in one map built for it:
+// the session's prepared headers, shared by its requests, stay as they
+// were.
+func TestRemoteRequestHeaders(t *testing.T) {
+	type seen struct {
+		method string
+		header http.Header
+	}
+	got := make(chan seen, 16)
+	callID := make(chan json.RawMessage, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Method, r.Header.Clone()}
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: e2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(<-callID)+",\"result\":{}}\n\n")
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		switch msg.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}}`)
+		case "tools/call":
+			// The stream ends before the answer: the client resumes it.
+			callID <- msg.ID
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: e1\nretry: 1\ndata: \n\n")
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	up := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, NoListen: true, Transport: TransportStreamable,
+		Headers: map[string]string{"X-Api-Key": "k", "Mcp-Method": "configured"}})
+	defer up.Close()
+	ctx := context.Background()
+	if err := up.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"initialize", "notifications/initialized"} {
+		if r := <-got; r.header.Get("Mcp-Method") != want {
+			t.Errorf("handshake: Mcp-Method %q, want %q", r.header.Get("Mcp-Method"), want)
+		}
+	}
+	s := up.sess.Load()
+	before := s.headers()
+	post, get := before.post.Clone(), before.get.Clone()
+	if _, err := up.Call(ctx, "tools/call", json.RawMessage(`{"name":"q","arguments":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	call := <-got
+	for k, v := range map[string]string{
+		"X-Api-Key": "k", "Mcp-Method": "tools/call", "Mcp-Name": "q", "Mcp-Session-Id": "s-1",
+		"Mcp-Protocol-Version": "2025-11-25", "Content-Type": "application/json", "Accept": acceptPOST,
+	} {
+		if got := call.header.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("POST %s: %q, want %q", k, got, v)
+		}
+	}
+	resumed := <-got
+	if resumed.method != http.MethodGet {
+		t.Fatalf("second request: %s, want the GET resuming the stream", resumed.method)
+	}
+	for k, v := range map[string]string{"Last-Event-Id": "e1", "Mcp-Method": "tools/call", "Mcp-Name": "q", "Accept": acceptSSE, "X-Api-Key": "k"} {
+		if got := resumed.header.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("GET %s: %q, want %q", k, got, v)
+		}
+	}
+	if s.headers() != before || !reflect.DeepEqual(before.post, post) || !reflect.DeepEqual(before.get, get) {
+		t.Errorf("the session's prepared headers changed:\n%v\n%v\nwant %v\n%v", before.post, before.get, post, get)
 	}
 }

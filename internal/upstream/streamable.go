@@ -21,8 +21,8 @@ import (
 // response arrives (on the caller's goroutine: no hand-off to another), then
 // read to its end in the background. handedOff says that background reader
 // was started: it calls cancel when it is done.
-func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte) (handedOff bool, err error) {
-	resp, err := s.do(ctx, http.MethodPost, body, "")
+func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte, mh *messageHeaders) (handedOff bool, err error) {
+	resp, err := s.do(ctx, http.MethodPost, body, "", mh)
 	if err != nil {
 		return false, s.transportError(method, err)
 	}
@@ -40,7 +40,7 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 	}
 	switch {
 	case ct == "text/event-stream":
-		rest := s.readResponseStream(ctx, resp, id, method)
+		rest := s.readResponseStream(ctx, resp, id, method, mh)
 		if rest == nil {
 			return false, nil
 		}
@@ -82,7 +82,7 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 // stream that ends first is resumed with GET and Last-Event-ID, as
 // 2025-11-25 servers may close it and let the client poll. ctx ends when
 // the caller gives up before the answer or the session goes down.
-func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string) (rest io.ReadCloser) {
+func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string, mh *messageHeaders) (rest io.ReadCloser) {
 	sr := getResponseReader(resp.Body, s.h.opts.MaxResponseBytes)
 	defer putResponseReader(sr)
 	fruitless := 0
@@ -108,7 +108,7 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 		if !sleep(ctx, retryDelay(sr.retry)) {
 			return nil
 		}
-		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID)
+		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID, mh)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.rpc.Resolve(id, wire.Response{}, s.transportError(method, err))
@@ -220,7 +220,7 @@ func (s *session) listen(ready chan<- struct{}) {
 	for {
 		attempt, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(s.h.opts.Timeout, cancel) // bounds the wait for the answer's headers
-		resp, err := s.do(attempt, http.MethodGet, nil, lastID)
+		resp, err := s.do(attempt, http.MethodGet, nil, lastID, nil)
 		timer.Stop()
 		if ready != nil {
 			close(ready)
