@@ -19,8 +19,9 @@ import (
 // exchange POSTs a request over streamable HTTP and handles the answer: a
 // JSON body is delivered at once; an event stream is read until the
 // response arrives (on the caller's goroutine: no hand-off to another), then
-// read to its end in the background. handedOff says that background reader
-// was started: it calls cancel when it is done.
+// read to its end in the background, unless its end came with the
+// response. handedOff says that background reader was started: it calls
+// cancel when it is done.
 func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte, mh *messageHeaders) (handedOff bool, err error) {
 	resp, err := s.do(ctx, http.MethodPost, body, "", mh)
 	if err != nil {
@@ -78,7 +79,8 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 
 // readResponseStream reads a call's event stream until its response
 // arrives, and returns the body left to read then (nil when the stream
-// ended without it: the call's outcome is then delivered, or ctx ended). A
+// ended with it or without it: the call's outcome is then delivered, or ctx
+// ended). A
 // stream that ends first is resumed with GET and Last-Event-ID, as
 // 2025-11-25 servers may close it and let the client poll. ctx ends when
 // the caller gives up before the answer or the session goes down.
@@ -88,6 +90,13 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 	fruitless := 0
 	for {
 		answered, err := s.consume(sr, id)
+		if answered && sr.ended() {
+			// The server ended the stream as it sent the response (most
+			// do, and the end is often in the same read): the connection
+			// is back in the client's pool, nothing is left to drain.
+			resp.Body.Close()
+			return nil
+		}
 		if answered {
 			return resp.Body
 		}
