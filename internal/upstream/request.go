@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -74,7 +77,11 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		header = hs.base
 	}
 	traced := method == http.MethodPost && trace.SpanContextFromContext(ctx).IsValid()
-	if own := mh != nil && (mh.method != "" || mh.name != "" || len(mh.params) > 0); own || lastEventID != "" || traced {
+	own := mh != nil && (mh.method != "" || mh.name != "" || len(mh.params) > 0)
+	switch {
+	case own && method == http.MethodPost && !traced && len(mh.params) == 0 && s.h.client.Jar == nil:
+		header = hs.postHeaders(mh)
+	case own || lastEventID != "" || traced:
 		n := len(header) + 1
 		if own {
 			n += mh.count()
@@ -89,7 +96,7 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		if traced {
 			traceContext.Inject(ctx, propagation.HeaderCarrier(header))
 		}
-	} else if s.h.client.Jar != nil {
+	case s.h.client.Jar != nil:
 		header = header.Clone() // the client adds the jar's cookies to it
 	}
 	req := http.Request{
@@ -137,6 +144,54 @@ type sessionHeaders struct {
 	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
 	post http.Header // base, Content-Type and Accept of a POSTed message
 	get  http.Header // base, Accept and Cache-Control of a stream
+
+	// posts are post with the headers of a message of its own (Mcp-Method,
+	// Mcp-Name), by method and name, built as the session first sends
+	// them: a session sends the same few requests over and over (calls of
+	// its tools). Copied on write, at most maxPostHeaders.
+	posts   atomic.Pointer[map[postKey]http.Header]
+	postsMu sync.Mutex // serializes the writes
+}
+
+// postKey names the headers of a POSTed message in sessionHeaders.posts.
+type postKey struct{ method, name string }
+
+// maxPostHeaders bounds the headers a session keeps built: a few hundred
+// bytes each, for every session (one per downstream client).
+const maxPostHeaders = 16
+
+// postHeaders returns the headers of a POSTed message with the headers mh
+// of its own and no others (no Mcp-Param-*, no trace context), built once
+// per method and tool or prompt name; those naming a resource's URI, which
+// may be any, are built for each request.
+func (hs *sessionHeaders) postHeaders(mh *messageHeaders) http.Header {
+	keep := mh.name == "" || mh.method == "tools/call" || mh.method == "prompts/get"
+	key := postKey{mh.method, mh.name}
+	if m := hs.posts.Load(); keep && m != nil {
+		if h, ok := (*m)[key]; ok {
+			return h
+		}
+	}
+	h := copyHeader(hs.post, len(hs.post)+mh.count())
+	mh.addTo(h)
+	if !keep {
+		return h
+	}
+	hs.postsMu.Lock()
+	defer hs.postsMu.Unlock()
+	m := map[postKey]http.Header{}
+	if old := hs.posts.Load(); old != nil {
+		if prev, ok := (*old)[key]; ok {
+			return prev // built meanwhile by another request
+		}
+		if len(*old) >= maxPostHeaders {
+			return h
+		}
+		m = maps.Clone(*old)
+	}
+	m[key] = h
+	hs.posts.Store(&m)
+	return h
 }
 
 // headers returns the session's prepared headers.

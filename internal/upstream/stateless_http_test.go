@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -322,5 +323,45 @@ func TestRemoteRequestHeaders(t *testing.T) {
 	}
 	if s.headers() != before || !reflect.DeepEqual(before.post, post) || !reflect.DeepEqual(before.get, get) {
 		t.Errorf("the session's prepared headers changed:\n%v\n%v\nwant %v\n%v", before.post, before.get, post, get)
+	}
+}
+
+// The headers of a POSTed message are built once per method and tool or
+// prompt name and shared by the session's requests; a resource's URI is
+// not kept, nor more than maxPostHeaders of them.
+func TestPostHeadersKept(t *testing.T) {
+	hs := &sessionHeaders{post: http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {"s-1"}}}
+	post := hs.post.Clone()
+	call := func(method, name string) http.Header {
+		mh := messageHeaders{method: method, name: name}
+		return hs.postHeaders(&mh)
+	}
+	a := call("tools/call", "a")
+	want := http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {"s-1"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"a"}}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("headers %v, want %v", a, want)
+	}
+	same := func(x, y http.Header) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(call("tools/call", "a"), a) {
+		t.Error("the headers of a second call of the tool were built again")
+	}
+	if b := call("tools/call", "b"); same(b, a) || b.Get("Mcp-Name") != "b" {
+		t.Errorf("another tool's call: %v", b)
+	}
+	if r := call("resources/read", "file:///x"); same(r, call("resources/read", "file:///x")) {
+		t.Error("the headers of a resource's URI were kept")
+	}
+	for i := range 2 * maxPostHeaders {
+		if h := call("prompts/get", fmt.Sprint(i)); h.Get("Mcp-Name") != fmt.Sprint(i) {
+			t.Fatalf("prompt %d: %v", i, h)
+		}
+	}
+	if n := len(*hs.posts.Load()); n != maxPostHeaders {
+		t.Errorf("%d headers kept, want %d", n, maxPostHeaders)
+	}
+	if !reflect.DeepEqual(hs.post, post) {
+		t.Errorf("the session's POST headers changed: %v", hs.post)
 	}
 }
