@@ -331,6 +331,24 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 	return data, nil
 }
 
+// readBody reads the body of resp, of at most limit bytes: into a buffer
+// of its length when it has one (which net/http ends with the last bytes,
+// so the connection goes back to the pool at once), else as readCapped.
+func readBody(resp *http.Response, limit int) ([]byte, error) {
+	n := resp.ContentLength
+	switch {
+	case n < 0:
+		return readCapped(resp.Body, limit)
+	case n > int64(limit):
+		return nil, errTooLarge
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
 // mediaType returns the lower-cased media type of a Content-Type value.
 func mediaType(contentType string) string {
 	t, _, _ := strings.Cut(contentType, ";")

@@ -56,15 +56,15 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		return true, nil
 	case ct == "application/json":
 		defer resp.Body.Close()
-		data, err := readCapped(resp.Body, s.h.opts.MaxResponseBytes)
+		data, err := readBody(resp, s.h.opts.MaxResponseBytes)
 		if err != nil {
 			return false, s.readError(method, err)
 		}
-		msg, err := wire.Parse(data)
-		if err != nil {
+		var msg wire.Message
+		if err := wire.ParseInto(&msg, data); err != nil {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
 		}
-		if got := s.rpc.Dispatch(msg); got != id {
+		if got := s.rpc.Dispatch(&msg); got != id {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
 		}
 		return false, nil
