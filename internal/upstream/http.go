@@ -161,6 +161,8 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
+	// requestMeta: the request _meta of the 2026-07-28 era, built once.
+	requestMeta json.RawMessage
 	// paramHeaders: the tools' Mcp-Param-* arguments (stateless_http.go).
 	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
@@ -220,6 +222,7 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		client:        opts.Client,
 		headers:       make(http.Header, len(opts.Headers)),
 		initParams:    initializeParams(opts.ProtocolVersion, opts.Capabilities, opts.ClientInfo),
+		requestMeta:   requestMeta(opts.ClientInfo, opts.Capabilities),
 		rootsDeclared: wire.Get(opts.Capabilities, "roots") != nil,
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),

@@ -157,7 +157,7 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	id := c.ID()
 
 	if s.stateless.Load() {
-		params = statelessMeta(params, s.h.opts.ClientInfo, s.h.opts.Capabilities)
+		params = s.h.statelessParams(params)
 	}
 	mh := requestHeaders(method, params, s.h.paramHeaders)
 	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)

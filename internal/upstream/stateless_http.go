@@ -60,6 +60,17 @@ func (s *session) discoverStateless(ctx context.Context) bool {
 	return true
 }
 
+// statelessParams returns params with the 2026-07-28 request _meta filled
+// in (statelessMeta): for params without a _meta, the one built once.
+func (h *HTTP) statelessParams(params json.RawMessage) json.RawMessage {
+	if wire.Get(params, "_meta") == nil {
+		if out, err := wire.Set(params, "_meta", h.requestMeta); err == nil {
+			return out
+		}
+	}
+	return statelessMeta(params, h.opts.ClientInfo, h.opts.Capabilities)
+}
+
 // codeUnsupportedVersion is the error of a request whose protocol version
 // the server does not support (SEP-2575); its data lists the supported.
 const codeUnsupportedVersion = -32022

@@ -365,3 +365,21 @@ func TestPostHeadersKept(t *testing.T) {
 		t.Errorf("the session's POST headers changed: %v", hs.post)
 	}
 }
+
+// The request _meta built once is the one statelessMeta would build, byte
+// for byte, and params with a _meta of their own are completed as before.
+func TestStatelessParams(t *testing.T) {
+	h := NewHTTP(HTTPOptions{Name: "h", URL: "http://127.0.0.1:1/mcp", Capabilities: json.RawMessage(`{"sampling":{}}`)})
+	defer h.Close()
+	for _, params := range []string{"", `{}`, `{"name":"echo","arguments":{"a":1}}`, `{"_meta":null}`,
+		`{"name":"x","_meta":{"progressToken":1}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`} {
+		var in json.RawMessage
+		if params != "" {
+			in = json.RawMessage(params)
+		}
+		got, want := h.statelessParams(in), statelessMeta(in, h.opts.ClientInfo, h.opts.Capabilities)
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", params, got, want)
+		}
+	}
+}
