@@ -99,6 +99,9 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 	case s.h.client.Jar != nil:
 		header = header.Clone() // the client adds the jar's cookies to it
 	}
+	// Host is left empty: the request goes to its URL's host, the one
+	// http.NewRequest would set it to, and net/http's client copies a URL
+	// per request whose Host is set.
 	req := http.Request{
 		Method:     method,
 		URL:        target,
@@ -106,7 +109,6 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     header,
-		Host:       target.Host,
 	}
 	if body != nil {
 		// As http.NewRequest sets them: the transport knows a NopCloser of

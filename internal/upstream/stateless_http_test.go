@@ -252,13 +252,13 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 // were.
 func TestRemoteRequestHeaders(t *testing.T) {
 	type seen struct {
-		method string
-		header http.Header
+		method, host string
+		header       http.Header
 	}
 	got := make(chan seen, 16)
 	callID := make(chan json.RawMessage, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- seen{r.Method, r.Header.Clone()}
+		got <- seen{r.Method, r.Host, r.Header.Clone()}
 		if r.Method == http.MethodGet {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "id: e2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(<-callID)+",\"result\":{}}\n\n")
@@ -304,6 +304,9 @@ func TestRemoteRequestHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := <-got
+	if want := strings.TrimPrefix(srv.URL, "http://"); call.host != want {
+		t.Errorf("POST Host %q, want %q", call.host, want)
+	}
 	for k, v := range map[string]string{
 		"X-Api-Key": "k", "Mcp-Method": "tools/call", "Mcp-Name": "q", "Mcp-Session-Id": "s-1",
 		"Mcp-Protocol-Version": "2025-11-25", "Content-Type": "application/json", "Accept": acceptPOST,
