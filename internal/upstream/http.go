@@ -161,8 +161,10 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
-	// requestMeta: the request _meta of the 2026-07-28 era, built once.
+	// requestMeta: the request _meta of the 2026-07-28 era, built once
+	// (metaOnce) for a server that speaks it.
 	requestMeta json.RawMessage
+	metaOnce    sync.Once
 	// paramHeaders: the tools' Mcp-Param-* arguments (stateless_http.go).
 	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
@@ -222,7 +224,6 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 		client:        opts.Client,
 		headers:       make(http.Header, len(opts.Headers)),
 		initParams:    initializeParams(opts.ProtocolVersion, opts.Capabilities, opts.ClientInfo),
-		requestMeta:   requestMeta(opts.ClientInfo, opts.Capabilities),
 		rootsDeclared: wire.Get(opts.Capabilities, "roots") != nil,
 		closeDone:     make(chan struct{}),
 		retiring:      make(map[*session]struct{}),

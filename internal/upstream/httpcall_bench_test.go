@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
@@ -108,4 +109,42 @@ func leanServer(asJSON, stateless bool) http.HandlerFunc {
 		io.WriteString(w, "\n\n")                   //nolint:errcheck // the client reads it
 		w.(http.Flusher).Flush()
 	}
+}
+
+// BenchmarkRemoteSessionHeld reports the heap one more session holds
+// (held-B/session, live after a collection) once it has made a call, as the
+// gateway's per-client sessions of one server do, on a shared client.
+func BenchmarkRemoteSessionHeld(b *testing.B) {
+	srv := httptest.NewServer(leanServer(false, false))
+	b.Cleanup(srv.Close)
+	client := upstream.NewHTTPClient("bench", &netguard.Policy{AllowAll: true})
+	defer client.CloseIdleConnections()
+	ctx := context.Background()
+	params := toolParams("echo", `{"text":"hi"}`)
+	var ups []*upstream.HTTP
+	defer func() {
+		for _, up := range ups {
+			up.Close()
+		}
+	}()
+	open := func() {
+		up := upstream.NewHTTP(upstream.HTTPOptions{Name: "bench", URL: srv.URL, Transport: upstream.TransportStreamable, Client: client, NoListen: true})
+		ups = append(ups, up)
+		if _, err := up.Call(ctx, "tools/call", params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	open() // the client's connection and the pools
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := 0
+	for b.Loop() {
+		open()
+		n++
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), "held-B/session")
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -147,30 +146,34 @@ type sessionHeaders struct {
 	post http.Header // base, Content-Type and Accept of a POSTed message
 	get  http.Header // base, Accept and Cache-Control of a stream
 
-	// posts are post with the headers of a message of its own (Mcp-Method,
-	// Mcp-Name), by method and name, built as the session first sends
-	// them: a session sends the same few requests over and over (calls of
-	// its tools). Copied on write, at most maxPostHeaders.
-	posts   atomic.Pointer[map[postKey]http.Header]
+	// posts are post with the headers of a call of a tool or a prompt
+	// (Mcp-Method, Mcp-Name), built as the session first sends one: a
+	// session calls the same few over and over. A list, copied on write,
+	// of at most maxPostHeaders: searched in a few comparisons, and what
+	// every session holds is its headers, not a map of them.
+	posts   atomic.Pointer[[]postHeaders]
 	postsMu sync.Mutex // serializes the writes
 }
 
-// postKey names the headers of a POSTed message in sessionHeaders.posts.
-type postKey struct{ method, name string }
+// postHeaders are the headers of the calls of one tool or prompt.
+type postHeaders struct {
+	method, name string
+	header       http.Header
+}
 
 // maxPostHeaders bounds the headers a session keeps built: a few hundred
 // bytes each, for every session (one per downstream client).
 const maxPostHeaders = 16
 
 // postHeaders returns the headers of a POSTed message with the headers mh
-// of its own and no others (no Mcp-Param-*, no trace context), built once
-// per method and tool or prompt name; those naming a resource's URI, which
-// may be any, are built for each request.
+// of its own and no others (no Mcp-Param-*, no trace context): those of a
+// call of a tool or a prompt built once per name, any other built for
+// each request (a resource's URI may be any, and most other messages are
+// sent once or seldom: each kept would be memory held by every session).
 func (hs *sessionHeaders) postHeaders(mh *messageHeaders) http.Header {
-	keep := mh.name == "" || mh.method == "tools/call" || mh.method == "prompts/get"
-	key := postKey{mh.method, mh.name}
-	if m := hs.posts.Load(); keep && m != nil {
-		if h, ok := (*m)[key]; ok {
+	keep := mh.method == "tools/call" || mh.method == "prompts/get"
+	if keep {
+		if h := hs.keptPost(mh); h != nil {
 			return h
 		}
 	}
@@ -181,19 +184,31 @@ func (hs *sessionHeaders) postHeaders(mh *messageHeaders) http.Header {
 	}
 	hs.postsMu.Lock()
 	defer hs.postsMu.Unlock()
-	m := map[postKey]http.Header{}
+	if prev := hs.keptPost(mh); prev != nil {
+		return prev // built meanwhile by another request
+	}
+	var list []postHeaders
 	if old := hs.posts.Load(); old != nil {
-		if prev, ok := (*old)[key]; ok {
-			return prev // built meanwhile by another request
-		}
 		if len(*old) >= maxPostHeaders {
 			return h
 		}
-		m = maps.Clone(*old)
+		list = append(make([]postHeaders, 0, len(*old)+1), *old...)
 	}
-	m[key] = h
-	hs.posts.Store(&m)
+	list = append(list, postHeaders{method: mh.method, name: mh.name, header: h})
+	hs.posts.Store(&list)
 	return h
+}
+
+// keptPost returns the kept headers of mh's method and name, or nil.
+func (hs *sessionHeaders) keptPost(mh *messageHeaders) http.Header {
+	if list := hs.posts.Load(); list != nil {
+		for i := range *list {
+			if p := &(*list)[i]; p.name == mh.name && p.method == mh.method {
+				return p.header
+			}
+		}
+	}
+	return nil
 }
 
 // headers returns the session's prepared headers.

@@ -64,6 +64,7 @@ func (s *session) discoverStateless(ctx context.Context) bool {
 // in (statelessMeta): for params without a _meta, the one built once.
 func (h *HTTP) statelessParams(params json.RawMessage) json.RawMessage {
 	if wire.Get(params, "_meta") == nil {
+		h.metaOnce.Do(func() { h.requestMeta = requestMeta(h.opts.ClientInfo, h.opts.Capabilities) })
 		if out, err := wire.Set(params, "_meta", h.requestMeta); err == nil {
 			return out
 		}

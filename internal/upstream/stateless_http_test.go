@@ -329,9 +329,9 @@ func TestRemoteRequestHeaders(t *testing.T) {
 	}
 }
 
-// The headers of a POSTed message are built once per method and tool or
-// prompt name and shared by the session's requests; a resource's URI is
-// not kept, nor more than maxPostHeaders of them.
+// The headers of a call of a tool or prompt are built once per name and
+// shared by the session's requests; those of other messages (a resource's
+// URI, a notification) are not kept, nor more than maxPostHeaders.
 func TestPostHeadersKept(t *testing.T) {
 	hs := &sessionHeaders{post: http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {"s-1"}}}
 	post := hs.post.Clone()
@@ -355,6 +355,9 @@ func TestPostHeadersKept(t *testing.T) {
 	}
 	if r := call("resources/read", "file:///x"); same(r, call("resources/read", "file:///x")) {
 		t.Error("the headers of a resource's URI were kept")
+	}
+	if n := call("notifications/initialized", ""); same(n, call("notifications/initialized", "")) || n.Get("Mcp-Method") != "notifications/initialized" {
+		t.Errorf("a notification's headers were kept, or wrong: %v", n)
 	}
 	for i := range 2 * maxPostHeaders {
 		if h := call("prompts/get", fmt.Sprint(i)); h.Get("Mcp-Name") != fmt.Sprint(i) {
