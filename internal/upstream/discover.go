@@ -51,6 +51,19 @@ func statelessMeta(params, clientInfo, capabilities json.RawMessage) json.RawMes
 	return out
 }
 
+// requestMeta is the whole 2026-07-28 request _meta of a gateway with
+// clientInfo and capabilities, as statelessMeta builds it for params
+// without one.
+func requestMeta(clientInfo, capabilities json.RawMessage) json.RawMessage {
+	b := []byte(`{"io.modelcontextprotocol/protocolVersion":`)
+	b = append(b, statelessVersionJSON...)
+	b = append(b, `,"io.modelcontextprotocol/clientInfo":`...)
+	b = append(b, clientInfo...)
+	b = append(b, `,"io.modelcontextprotocol/clientCapabilities":`...)
+	b = append(b, capabilities...)
+	return append(b, '}')
+}
+
 // discovered reads the answer to server/discover: the initialize result
 // the gateway keeps for a server that speaks 2026-07-28 (its version,
 // capabilities, serverInfo and instructions), or false when it does not.

@@ -161,6 +161,10 @@ type HTTP struct {
 	urlErr     error
 	headers    http.Header
 	initParams json.RawMessage
+	// requestMeta: the request _meta of the 2026-07-28 era, built once
+	// (metaOnce) for a server that speaks it.
+	requestMeta json.RawMessage
+	metaOnce    sync.Once
 	// paramHeaders: the tools' Mcp-Param-* arguments (stateless_http.go).
 	paramHeaders *ParamHeaders
 	// rootsDeclared: Capabilities offer roots, which the server may ask for
@@ -418,7 +422,7 @@ func (h *HTTP) Notify(ctx context.Context, method string, params json.RawMessage
 	if opensStream(method) && !s.stateless.Load() {
 		s.startListening(ctx)
 	}
-	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params))
+	err := s.postMessage(ctx, method, wire.AppendNotification(make([]byte, 0, requestOverhead+len(method)+len(params)), method, params), nil)
 	if errors.Is(err, errSessionExpired) {
 		return fmt.Errorf("mcp server %q: cannot send %s: the session ended: %w", h.opts.Name, method, ErrNotRunning)
 	}
@@ -636,7 +640,6 @@ func (h *HTTP) connectSSE(ctx context.Context) (*session, error) {
 
 // send sends one request of a session through the client.
 func (h *HTTP) send(req *http.Request) (*http.Response, error) {
-	req = withStatelessHeaders(req)
 	if h.opts.Auth != nil {
 		return h.sendAuthorized(req)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -1040,5 +1041,64 @@ func TestRemotePrimingEventIsNotWarnedAbout(t *testing.T) {
 	}
 	if logs := fx.logs.String(); strings.Contains(logs, "not a JSON-RPC message") {
 		t.Errorf("the priming event was warned about:\n%s", logs)
+	}
+}
+
+// A call's response stream gives its connection back to the client's pool:
+// at once when the stream's end came with the response (here a body with a
+// Content-Length), so the next call goes out on the same connection; and,
+// when the server ends the stream a moment later, once the rest is read in
+// the background.
+func TestRemoteResponseStreamReusesItsConnection(t *testing.T) {
+	for _, endApart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("end apart %v", endApart), func(t *testing.T) {
+			ctx := testContext(t)
+			var conns atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var msg struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				json.NewDecoder(r.Body).Decode(&msg) //nolint:errcheck // the test's own client
+				switch {
+				case msg.ID == nil:
+					w.WriteHeader(http.StatusAccepted)
+					return
+				case msg.Method == "initialize":
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"f","version":"1"}}}`, msg.ID)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				event := fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", msg.ID)
+				if !endApart {
+					w.Header().Set("Content-Length", fmt.Sprint(len(event)))
+				}
+				io.WriteString(w, event) //nolint:errcheck // the test's own client
+				if endApart {
+					w.(http.Flusher).Flush()
+					time.Sleep(5 * time.Millisecond)
+				}
+			}))
+			srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+				if state == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			fx := newRemote(t, srv.URL, func(o *upstream.HTTPOptions) { o.NoListen = true; o.Transport = upstream.TransportStreamable })
+			for range 5 {
+				if _, err := fx.up.Call(ctx, "tools/call", toolParams("x", `{}`)); err != nil {
+					t.Fatal(err)
+				}
+				if endApart {
+					time.Sleep(50 * time.Millisecond) // the rest is read meanwhile
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Errorf("%d connections for 5 calls, want 1", n)
+			}
+		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // for its endpoint event; the stream then lives as long as the session.
 func (s *session) openLegacyStream(ctx context.Context) error {
 	stopWaiting := context.AfterFunc(ctx, s.cancel)
-	resp, err := s.do(s.ctx, http.MethodGet, nil, "")
+	resp, err := s.do(s.ctx, http.MethodGet, nil, "", nil)
 	if err != nil {
 		stopWaiting()
 		if ctx.Err() != nil {

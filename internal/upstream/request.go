@@ -8,6 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/netguard"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream/rpc"
@@ -29,12 +34,13 @@ const (
 
 // postMessage POSTs a message that gets no response in the HTTP answer: a
 // notification, an answer to the server, or (legacy transport) a request,
-// whose response comes on the event stream.
-func (s *session) postMessage(ctx context.Context, what string, body []byte) error {
-	if strings.HasPrefix(what, "notifications/") && ctx.Value(statelessHeadersKey{}) == nil {
-		ctx = context.WithValue(ctx, statelessHeadersKey{}, http.Header{"Mcp-Method": {what}})
+// whose response comes on the event stream. mh are the message's own
+// headers; nil gives a notification its Mcp-Method.
+func (s *session) postMessage(ctx context.Context, what string, body []byte, mh *messageHeaders) error {
+	if mh == nil && strings.HasPrefix(what, "notifications/") {
+		mh = &messageHeaders{method: what}
 	}
-	resp, err := s.do(ctx, http.MethodPost, body, "")
+	resp, err := s.do(ctx, http.MethodPost, body, "", mh)
 	if err != nil {
 		return s.transportError(what, err)
 	}
@@ -48,30 +54,53 @@ func (s *session) postMessage(ctx context.Context, what string, body []byte) err
 
 // do sends one HTTP request of the session: POST a message to the endpoint,
 // GET a stream (resuming after lastEventID if set), or DELETE the session.
-// The request is built by hand, with the session's prepared headers: what
-// http.NewRequest would do, without parsing the URL again and building its
-// headers anew for every message.
-func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+// mh, when not nil, are the headers of the message (or of the call whose
+// stream is resumed). The request is built by hand, with the session's
+// prepared headers: what http.NewRequest would do, without parsing the URL
+// again and building its headers anew for every message. A request with
+// headers of its own (mh, Last-Event-ID, a trace context) gets one map of
+// them all, the prepared ones' values shared.
+func (s *session) do(ctx context.Context, method string, body []byte, lastEventID string, mh *messageHeaders) (*http.Response, error) {
 	target := s.h.url
 	if method == http.MethodPost && s.endpoint != nil {
 		target = s.endpoint
 	}
 	hs := s.headers()
 	var header http.Header
-	switch {
-	case method == http.MethodPost:
-		header = traceHeaders(ctx, hs.post)
-	case method == http.MethodGet && lastEventID == "":
+	switch method {
+	case http.MethodPost:
+		header = hs.post
+	case http.MethodGet:
 		header = hs.get
-	case method == http.MethodGet:
-		header = hs.get.Clone()
-		header.Set("Last-Event-ID", lastEventID)
 	default:
 		header = hs.base
 	}
-	if s.h.client.Jar != nil {
+	traced := method == http.MethodPost && trace.SpanContextFromContext(ctx).IsValid()
+	own := mh != nil && (mh.method != "" || mh.name != "" || len(mh.params) > 0)
+	switch {
+	case own && method == http.MethodPost && !traced && len(mh.params) == 0 && s.h.client.Jar == nil:
+		header = hs.postHeaders(mh)
+	case own || lastEventID != "" || traced:
+		n := len(header) + 1
+		if own {
+			n += mh.count()
+		}
+		header = copyHeader(header, n)
+		if own {
+			mh.addTo(header)
+		}
+		if lastEventID != "" {
+			header["Last-Event-Id"] = []string{lastEventID}
+		}
+		if traced {
+			traceContext.Inject(ctx, propagation.HeaderCarrier(header))
+		}
+	case s.h.client.Jar != nil:
 		header = header.Clone() // the client adds the jar's cookies to it
 	}
+	// Host is left empty: the request goes to its URL's host, the one
+	// http.NewRequest would set it to, and net/http's client copies a URL
+	// per request whose Host is set.
 	req := http.Request{
 		Method:     method,
 		URL:        target,
@@ -79,7 +108,6 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     header,
-		Host:       target.Host,
 	}
 	if body != nil {
 		// As http.NewRequest sets them: the transport knows a NopCloser of
@@ -90,6 +118,16 @@ func (s *session) do(ctx context.Context, method string, body []byte, lastEventI
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return s.h.send(req.WithContext(ctx))
+}
+
+// copyHeader returns a new map of header's fields, with room for n in all;
+// the values are shared, as the copy is only added to.
+func copyHeader(header http.Header, n int) http.Header {
+	out := make(http.Header, n)
+	for k, v := range header {
+		out[k] = v
+	}
+	return out
 }
 
 // removeEmptyPort drops the colon of a host with an empty port ("host:"),
@@ -107,6 +145,70 @@ type sessionHeaders struct {
 	base http.Header // the configured headers, User-Agent, the session's id and version (DELETE)
 	post http.Header // base, Content-Type and Accept of a POSTed message
 	get  http.Header // base, Accept and Cache-Control of a stream
+
+	// posts are post with the headers of a call of a tool or a prompt
+	// (Mcp-Method, Mcp-Name), built as the session first sends one: a
+	// session calls the same few over and over. A list, copied on write,
+	// of at most maxPostHeaders: searched in a few comparisons, and what
+	// every session holds is its headers, not a map of them.
+	posts   atomic.Pointer[[]postHeaders]
+	postsMu sync.Mutex // serializes the writes
+}
+
+// postHeaders are the headers of the calls of one tool or prompt.
+type postHeaders struct {
+	method, name string
+	header       http.Header
+}
+
+// maxPostHeaders bounds the headers a session keeps built: a few hundred
+// bytes each, for every session (one per downstream client).
+const maxPostHeaders = 16
+
+// postHeaders returns the headers of a POSTed message with the headers mh
+// of its own and no others (no Mcp-Param-*, no trace context): those of a
+// call of a tool or a prompt built once per name, any other built for
+// each request (a resource's URI may be any, and most other messages are
+// sent once or seldom: each kept would be memory held by every session).
+func (hs *sessionHeaders) postHeaders(mh *messageHeaders) http.Header {
+	keep := mh.method == "tools/call" || mh.method == "prompts/get"
+	if keep {
+		if h := hs.keptPost(mh); h != nil {
+			return h
+		}
+	}
+	h := copyHeader(hs.post, len(hs.post)+mh.count())
+	mh.addTo(h)
+	if !keep {
+		return h
+	}
+	hs.postsMu.Lock()
+	defer hs.postsMu.Unlock()
+	if prev := hs.keptPost(mh); prev != nil {
+		return prev // built meanwhile by another request
+	}
+	var list []postHeaders
+	if old := hs.posts.Load(); old != nil {
+		if len(*old) >= maxPostHeaders {
+			return h
+		}
+		list = append(make([]postHeaders, 0, len(*old)+1), *old...)
+	}
+	list = append(list, postHeaders{method: mh.method, name: mh.name, header: h})
+	hs.posts.Store(&list)
+	return h
+}
+
+// keptPost returns the kept headers of mh's method and name, or nil.
+func (hs *sessionHeaders) keptPost(mh *messageHeaders) http.Header {
+	if list := hs.posts.Load(); list != nil {
+		for i := range *list {
+			if p := &(*list)[i]; p.name == mh.name && p.method == mh.method {
+				return p.header
+			}
+		}
+	}
+	return nil
 }
 
 // headers returns the session's prepared headers.
@@ -242,6 +344,24 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 	}
 	if len(data) > limit {
 		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// readBody reads the body of resp, of at most limit bytes: into a buffer
+// of its length when it has one (which net/http ends with the last bytes,
+// so the connection goes back to the pool at once), else as readCapped.
+func readBody(resp *http.Response, limit int) ([]byte, error) {
+	n := resp.ContentLength
+	switch {
+	case n < 0:
+		return readCapped(resp.Body, limit)
+	case n > int64(limit):
+		return nil, errTooLarge
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, data); err != nil {
+		return nil, err
 	}
 	return data, nil
 }

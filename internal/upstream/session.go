@@ -117,7 +117,7 @@ func (s *session) initialize(ctx context.Context) error {
 	}
 	s.initResult = resp.Result
 	s.setVersion(result.ProtocolVersion)
-	err = s.postMessage(ctx, "notifications/initialized", wire.AppendNotification(nil, "notifications/initialized", nil))
+	err = s.postMessage(ctx, "notifications/initialized", wire.AppendNotification(nil, "notifications/initialized", nil), nil)
 	if errors.Is(err, errSessionExpired) {
 		return s.endError("notifications/initialized")
 	}
@@ -140,7 +140,9 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	handedOff := false                                                   // the response stream's reader owns cancelReq
 	reqCtx, cancelReq := context.WithCancel(withSpanContext(s.ctx, ctx)) // the span context, for the headers
 	stopWatching := context.AfterFunc(ctx, cancelReq)
-	reqCtx = withCallDeadline(reqCtx, ctx) // an authorization bounds its wait by it
+	if s.h.opts.Auth != nil {
+		reqCtx = withCallDeadline(reqCtx, ctx) // an authorization bounds its wait by it
+	}
 	defer func() {
 		stopWatching()
 		if !handedOff {
@@ -155,19 +157,15 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 	id := c.ID()
 
 	if s.stateless.Load() {
-		params = statelessMeta(params, s.h.opts.ClientInfo, s.h.opts.Capabilities)
+		params = s.h.statelessParams(params)
 	}
-	hdr := statelessHeaders(method, params)
-	if method == "tools/call" {
-		s.h.paramHeaders.add(hdr, params)
-	}
-	reqCtx = context.WithValue(reqCtx, statelessHeadersKey{}, hdr)
+	mh := requestHeaders(method, params, s.h.paramHeaders)
 	body := wire.AppendIntRequest(make([]byte, 0, requestOverhead+len(method)+len(params)), id, method, params)
 	var err error
 	if s.sse {
-		err = s.postMessage(reqCtx, method, body)
+		err = s.postMessage(reqCtx, method, body, &mh)
 	} else {
-		handedOff, err = s.exchange(reqCtx, cancelReq, id, method, body)
+		handedOff, err = s.exchange(reqCtx, cancelReq, id, method, body, &mh)
 	}
 	if err != nil {
 		switch {
@@ -201,7 +199,7 @@ func (s *session) call(ctx context.Context, method string, params json.RawMessag
 func (s *session) Send(ctx context.Context, what string, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.h.opts.Timeout)
 	defer cancel()
-	return s.postMessage(ctx, what, msg)
+	return s.postMessage(ctx, what, msg, nil)
 }
 
 // endError is the error of a call the session's end cut off.
@@ -274,14 +272,14 @@ func (s *session) goodbye(ctx context.Context, inflight []uint64) {
 	for _, id := range inflight {
 		wg.Go(func() {
 			body := rpc.Cancelled(id, "the gateway closed its connection to the server")
-			s.postMessage(ctx, "notifications/cancelled", body) //nolint:errcheck // best effort
+			s.postMessage(ctx, "notifications/cancelled", body, nil) //nolint:errcheck // best effort
 		})
 	}
 	wg.Wait()
 	if s.sse || s.sessionID() == "" {
 		return
 	}
-	if resp, err := s.do(ctx, http.MethodDelete, nil, ""); err == nil {
+	if resp, err := s.do(ctx, http.MethodDelete, nil, "", nil); err == nil {
 		resp.Body.Close()
 	} else {
 		s.h.log.Debug(fmt.Sprintf("mcp server %q: DELETE of the session failed", s.name()), "err", netError(err))

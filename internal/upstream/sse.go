@@ -31,8 +31,9 @@ type sseEvent struct {
 // is dropped.
 type sseReader struct {
 	br     *bufio.Reader
-	limit  int  // most data bytes kept for one event
-	findID bool // look for the JSON-RPC id of an oversize event
+	src    eofReader // what br reads
+	limit  int       // most data bytes kept for one event
+	findID bool      // look for the JSON-RPC id of an oversize event
 
 	lastID   string        // the last event id seen, for Last-Event-ID
 	retry    time.Duration // the last retry field seen; 0 if none
@@ -47,8 +48,28 @@ type sseReader struct {
 const sseBufferSize = 4 << 10
 
 func newSSEReader(r io.Reader, limit int, findID bool) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, sseBufferSize), limit: limit, findID: findID}
+	sr := &sseReader{src: eofReader{r: r}, limit: limit, findID: findID}
+	sr.br = bufio.NewReaderSize(&sr.src, sseBufferSize)
+	return sr
 }
+
+// eofReader passes on the reads of a stream and notes its end.
+type eofReader struct {
+	r   io.Reader
+	eof bool // r has returned io.EOF
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
+}
+
+// ended reports whether the stream has been read to its end (what is left
+// of it, if anything, is in the reader's buffer).
+func (r *sseReader) ended() bool { return r.src.eof }
 
 // responseReaders recycles the readers of calls' response streams, one per
 // call: their buffer is most of what a call costs in memory.
@@ -61,7 +82,8 @@ func getResponseReader(r io.Reader, limit int) *sseReader {
 	if sr == nil {
 		return newSSEReader(r, limit, false)
 	}
-	sr.br.Reset(r)
+	sr.src = eofReader{r: r}
+	sr.br.Reset(&sr.src)
 	sr.limit = limit
 	return sr
 }
@@ -100,7 +122,7 @@ func (r *sseReader) next() (*sseEvent, error) {
 			return ev, nil
 		}
 		field, value := splitField(line)
-		if field == "data" {
+		if string(field) == "data" {
 			r.data(value, long)
 		} else {
 			r.field(field, value, long)
@@ -154,19 +176,19 @@ func (r *sseReader) data(value []byte, long bool) {
 }
 
 // field handles a line of a field other than data.
-func (r *sseReader) field(field string, value []byte, long bool) {
+func (r *sseReader) field(field, value []byte, long bool) {
 	switch {
 	case long:
 		r.drainLine(nil) // no other field is kept past the buffer
-	case field == "event" && string(value) == "message":
+	case string(field) == "event" && string(value) == "message":
 		r.ev.name = "message"
-	case field == "event":
+	case string(field) == "event":
 		r.ev.name = string(value)
-	case field == "id" && bytes.IndexByte(value, 0) < 0:
+	case string(field) == "id" && bytes.IndexByte(value, 0) < 0:
 		if string(value) != r.lastID {
 			r.lastID = string(value)
 		}
-	case field == "retry":
+	case string(field) == "retry":
 		if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil {
 			r.retry = time.Duration(ms) * time.Millisecond
 		}
@@ -176,21 +198,23 @@ func (r *sseReader) field(field string, value []byte, long bool) {
 // reset continues reading on a resumed stream, keeping the last event id
 // and retry.
 func (r *sseReader) reset(body io.Reader) {
-	r.br.Reset(body)
+	r.src = eofReader{r: body}
+	r.br.Reset(&r.src)
 	r.skipLF, r.received = false, false
 }
 
-// splitField splits "field: value" (one space after the colon is dropped).
-func splitField(line []byte) (string, []byte) {
+// splitField splits "field: value" (one space after the colon is dropped);
+// both are line's bytes.
+func splitField(line []byte) (field, value []byte) {
 	i := bytes.IndexByte(line, ':')
 	if i < 0 {
-		return string(line), nil
+		return line, nil
 	}
-	value := line[i+1:]
+	value = line[i+1:]
 	if len(value) > 0 && value[0] == ' ' {
 		value = value[1:]
 	}
-	return string(line[:i]), value
+	return line[:i], value
 }
 
 // readLine reads one line, without its end, of at most maxLen bytes. A
@@ -230,6 +254,13 @@ func (r *sseReader) readLine(maxLen int) (line []byte, long bool, err error) {
 			}
 		}
 		i := bytes.IndexAny(buf, "\r\n")
+		if line == nil && i >= 0 && i <= maxLen {
+			// The line came whole with this read (the first of an event
+			// that starts a read does): it is returned where it is.
+			r.br.Discard(i + 1) //nolint:errcheck // buffered
+			r.skipLF = buf[i] == '\r'
+			return buf[:i:i], false, nil
+		}
 		chunk := buf
 		if i >= 0 {
 			chunk = buf[:i]

@@ -164,3 +164,55 @@ func TestIDScanner(t *testing.T) {
 		}
 	}
 }
+
+// An event whose lines come whole with a read costs one allocation, its
+// data's: its lines are read where they are in the reader's buffer, also
+// the first one after a read.
+func TestSSEReaderCopiesOnlyTheData(t *testing.T) {
+	event := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+	sr := newSSEReader(eventPerRead(event), 1<<20, false)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, err := sr.next(); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 1 {
+		t.Errorf("%v allocations an event, want 1 (its data)", allocs)
+	}
+}
+
+// eventPerRead is a stream that gives one event per read, forever.
+type eventPerRead []byte
+
+func (e eventPerRead) Read(p []byte) (int, error) { return copy(p, e), nil }
+
+// ended reports the end of the stream once a read has returned it: with
+// the last event when the stream gives its end with its data (as net/http
+// does when the end is already in), after it otherwise.
+func TestSSEReaderEnded(t *testing.T) {
+	const in = "data: a\n\ndata: b\n\n"
+	for _, tc := range []struct {
+		name     string
+		r        io.Reader
+		afterTwo bool // ended once the second event is read
+	}{
+		{"end with the data", iotest.DataErrReader(strings.NewReader(in)), true},
+		{"end apart", strings.NewReader(in), false},
+	} {
+		sr := getResponseReader(tc.r, 100)
+		if sr.ended() {
+			t.Errorf("%s: ended before a read", tc.name)
+		}
+		for i := range 2 {
+			if _, err := sr.next(); err != nil {
+				t.Fatalf("%s: event %d: %v", tc.name, i, err)
+			}
+		}
+		if sr.ended() != tc.afterTwo {
+			t.Errorf("%s: ended after the last event = %v, want %v", tc.name, sr.ended(), tc.afterTwo)
+		}
+		if _, err := sr.next(); err != io.EOF || !sr.ended() {
+			t.Errorf("%s: after the end: %v, ended %v; want EOF, true", tc.name, err, sr.ended())
+		}
+		putResponseReader(sr)
+	}
+}

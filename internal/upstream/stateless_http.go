@@ -32,10 +32,6 @@ func (h *HTTP) Stateless() bool {
 	return s != nil && s.stateless.Load()
 }
 
-// statelessHeadersKey carries a stateless request's own headers from the session's
-// call to send.
-type statelessHeadersKey struct{}
-
 // discoverStateless asks a server that refused initialize whether it speaks
 // 2026-07-28; if so the session becomes a stateless one with a synthesized
 // initialize result, and it returns true.
@@ -62,6 +58,18 @@ func (s *session) discoverStateless(ctx context.Context) bool {
 	s.jsonAnswers = false
 	s.h.log.Debug(fmt.Sprintf("mcp server %q speaks %s", s.name(), StatelessVersion))
 	return true
+}
+
+// statelessParams returns params with the 2026-07-28 request _meta filled
+// in (statelessMeta): for params without a _meta, the one built once.
+func (h *HTTP) statelessParams(params json.RawMessage) json.RawMessage {
+	if wire.Get(params, "_meta") == nil {
+		h.metaOnce.Do(func() { h.requestMeta = requestMeta(h.opts.ClientInfo, h.opts.Capabilities) })
+		if out, err := wire.Set(params, "_meta", h.requestMeta); err == nil {
+			return out
+		}
+	}
+	return statelessMeta(params, h.opts.ClientInfo, h.opts.Capabilities)
 }
 
 // codeUnsupportedVersion is the error of a request whose protocol version
@@ -93,35 +101,67 @@ func initializeRefused(err error, resp wire.Response) bool {
 	return errors.As(err, &se) && se.code == http.StatusBadRequest
 }
 
-// statelessHeaders are the Mcp-Method and Mcp-Name headers of a request.
-func statelessHeaders(method string, params json.RawMessage) http.Header {
-	hdr := http.Header{"Mcp-Method": {method}}
-	var name string
-	switch method {
-	case "tools/call", "prompts/get":
-		name, _ = wire.GetString(params, "name")
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		name, _ = wire.GetString(params, "uri")
-	}
-	if name != "" {
-		hdr.Set("Mcp-Name", name)
-	}
-	return hdr
+// messageHeaders are the headers of one message of its own, beside the
+// session's: Mcp-Method, and for a request naming a tool, prompt or
+// resource Mcp-Name, and the Mcp-Param-* headers of a tools/call.
+type messageHeaders struct {
+	method string       // Mcp-Method; "" sends none
+	name   string       // Mcp-Name; "" sends none
+	params []paramValue // Mcp-Param-*
 }
 
-// withStatelessHeaders returns req with the per-request headers its context
-// carries, if any (on a copy of its shared headers).
-func withStatelessHeaders(req *http.Request) *http.Request {
-	extra, _ := req.Context().Value(statelessHeadersKey{}).(http.Header)
-	if extra == nil {
-		return req
+// paramValue is one Mcp-Param-* header of a call.
+type paramValue struct{ header, value string }
+
+// requestHeaders are the headers of a request of method with params.
+func requestHeaders(method string, params json.RawMessage, p *ParamHeaders) messageHeaders {
+	mh := messageHeaders{method: method}
+	switch method {
+	case "tools/call", "prompts/get":
+		mh.name, _ = wire.GetString(params, "name")
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		mh.name, _ = wire.GetString(params, "uri")
 	}
-	r := *req
-	r.Header = req.Header.Clone()
-	for k, v := range extra {
-		r.Header[k] = v
+	if method == "tools/call" {
+		mh.params = p.values(mh.name, params)
 	}
-	return &r
+	return mh
+}
+
+// count is the number of headers mh adds.
+func (mh *messageHeaders) count() int {
+	n := len(mh.params)
+	if mh.method != "" {
+		n++
+	}
+	if mh.name != "" {
+		n++
+	}
+	return n
+}
+
+// addTo sets mh's headers on header, a map of the request's own: they
+// override any of the same name among the configured ones.
+func (mh *messageHeaders) addTo(header http.Header) {
+	if mh.method == "" && mh.name == "" && len(mh.params) == 0 {
+		return
+	}
+	// One backing array for the values: a request's headers are read-only
+	// once built, and net/http copies them before any change.
+	values := make([]string, 0, mh.count())
+	add := func(key, value string) {
+		values = append(values, value)
+		header[key] = values[len(values)-1 : len(values) : len(values)]
+	}
+	if mh.method != "" {
+		add("Mcp-Method", mh.method)
+	}
+	if mh.name != "" {
+		add("Mcp-Name", mh.name)
+	}
+	for _, pv := range mh.params {
+		add(pv.header, pv.value)
+	}
 }
 
 // ParamHeaders remembers, per tool, the arguments a server's tools/list
@@ -133,6 +173,8 @@ type ParamHeaders struct {
 	m sync.Map // tool name → []paramHeader
 }
 
+// paramHeader is one designated argument: its parameter and its header
+// (Mcp-Param-<name>, canonical).
 type paramHeader struct{ param, header string }
 
 // learn records the designated parameters of the tools of a tools/list
@@ -158,7 +200,7 @@ func (p *ParamHeaders) learn(result json.RawMessage) {
 				continue
 			}
 			seen[strings.ToLower(name)] = true
-			hs = append(hs, paramHeader{param: param, header: "Mcp-Param-" + name})
+			hs = append(hs, paramHeader{param: param, header: http.CanonicalHeaderKey("Mcp-Param-" + name)})
 		}
 		if len(hs) == 0 {
 			p.m.Delete(t.Name)
@@ -168,17 +210,18 @@ func (p *ParamHeaders) learn(result json.RawMessage) {
 	}
 }
 
-// add sets the Mcp-Param-* headers of a tools/call on hdr: each designated
-// argument that is a string, number or boolean (null and absent ones are
-// left out), Base64-encoded as =?base64?...?= when it is not plain
-// printable ASCII without surrounding spaces.
-func (p *ParamHeaders) add(hdr http.Header, params json.RawMessage) {
-	name, _ := wire.GetString(params, "name")
+// values returns the Mcp-Param-* headers of a tools/call of the tool name:
+// each designated argument that is a string, number or boolean (null and
+// absent ones are left out), Base64-encoded as =?base64?...?= when it is
+// not plain printable ASCII without surrounding spaces. Nil when the tool
+// has none.
+func (p *ParamHeaders) values(name string, params json.RawMessage) []paramValue {
 	v, ok := p.m.Load(name)
 	if !ok {
-		return
+		return nil
 	}
 	args := wire.Get(params, "arguments")
+	var out []paramValue
 	for _, ph := range v.([]paramHeader) {
 		raw := wire.Get(args, ph.param)
 		var value string
@@ -194,8 +237,9 @@ func (p *ParamHeaders) add(hdr http.Header, params json.RawMessage) {
 		default:
 			value = string(raw) // a number or a boolean, as written
 		}
-		hdr.Set(ph.header, headerValue(value))
+		out = append(out, paramValue{header: ph.header, value: headerValue(value)})
 	}
+	return out
 }
 
 // headerValue is value as an Mcp-Param-* header carries it.

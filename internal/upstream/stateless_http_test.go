@@ -3,9 +3,11 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -240,5 +242,150 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 				t.Fatalf("modern %v, requests %v; want modern %v, first %s", h.Stateless(), *methods, c.wantStateless, c.wantFirst)
 			}
 		})
+	}
+}
+
+// Every request carries the configured headers, the session's and its
+// own (Mcp-Method, Mcp-Name; Last-Event-ID when it resumes a call's
+// stream, which carries the call's headers too), in one map built for it:
+// the session's prepared headers, shared by its requests, stay as they
+// were.
+func TestRemoteRequestHeaders(t *testing.T) {
+	type seen struct {
+		method, host string
+		header       http.Header
+	}
+	got := make(chan seen, 16)
+	callID := make(chan json.RawMessage, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Method, r.Host, r.Header.Clone()}
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: e2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(<-callID)+",\"result\":{}}\n\n")
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		switch msg.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}}`)
+		case "tools/call":
+			// The stream ends before the answer: the client resumes it.
+			callID <- msg.ID
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: e1\nretry: 1\ndata: \n\n")
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	up := NewHTTP(HTTPOptions{Name: "h", URL: srv.URL, NoListen: true, Transport: TransportStreamable,
+		Headers: map[string]string{"X-Api-Key": "k", "Mcp-Method": "configured"}})
+	defer up.Close()
+	ctx := context.Background()
+	if err := up.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"initialize", "notifications/initialized"} {
+		if r := <-got; r.header.Get("Mcp-Method") != want {
+			t.Errorf("handshake: Mcp-Method %q, want %q", r.header.Get("Mcp-Method"), want)
+		}
+	}
+	s := up.sess.Load()
+	before := s.headers()
+	post, get := before.post.Clone(), before.get.Clone()
+	if _, err := up.Call(ctx, "tools/call", json.RawMessage(`{"name":"q","arguments":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	call := <-got
+	if want := strings.TrimPrefix(srv.URL, "http://"); call.host != want {
+		t.Errorf("POST Host %q, want %q", call.host, want)
+	}
+	for k, v := range map[string]string{
+		"X-Api-Key": "k", "Mcp-Method": "tools/call", "Mcp-Name": "q", "Mcp-Session-Id": "s-1",
+		"Mcp-Protocol-Version": "2025-11-25", "Content-Type": "application/json", "Accept": acceptPOST,
+	} {
+		if got := call.header.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("POST %s: %q, want %q", k, got, v)
+		}
+	}
+	resumed := <-got
+	if resumed.method != http.MethodGet {
+		t.Fatalf("second request: %s, want the GET resuming the stream", resumed.method)
+	}
+	for k, v := range map[string]string{"Last-Event-Id": "e1", "Mcp-Method": "tools/call", "Mcp-Name": "q", "Accept": acceptSSE, "X-Api-Key": "k"} {
+		if got := resumed.header.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("GET %s: %q, want %q", k, got, v)
+		}
+	}
+	if s.headers() != before || !reflect.DeepEqual(before.post, post) || !reflect.DeepEqual(before.get, get) {
+		t.Errorf("the session's prepared headers changed:\n%v\n%v\nwant %v\n%v", before.post, before.get, post, get)
+	}
+}
+
+// The headers of a call of a tool or prompt are built once per name and
+// shared by the session's requests; those of other messages (a resource's
+// URI, a notification) are not kept, nor more than maxPostHeaders.
+func TestPostHeadersKept(t *testing.T) {
+	hs := &sessionHeaders{post: http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {"s-1"}}}
+	post := hs.post.Clone()
+	call := func(method, name string) http.Header {
+		mh := messageHeaders{method: method, name: name}
+		return hs.postHeaders(&mh)
+	}
+	a := call("tools/call", "a")
+	want := http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {"s-1"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"a"}}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("headers %v, want %v", a, want)
+	}
+	same := func(x, y http.Header) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(call("tools/call", "a"), a) {
+		t.Error("the headers of a second call of the tool were built again")
+	}
+	if b := call("tools/call", "b"); same(b, a) || b.Get("Mcp-Name") != "b" {
+		t.Errorf("another tool's call: %v", b)
+	}
+	if r := call("resources/read", "file:///x"); same(r, call("resources/read", "file:///x")) {
+		t.Error("the headers of a resource's URI were kept")
+	}
+	if n := call("notifications/initialized", ""); same(n, call("notifications/initialized", "")) || n.Get("Mcp-Method") != "notifications/initialized" {
+		t.Errorf("a notification's headers were kept, or wrong: %v", n)
+	}
+	for i := range 2 * maxPostHeaders {
+		if h := call("prompts/get", fmt.Sprint(i)); h.Get("Mcp-Name") != fmt.Sprint(i) {
+			t.Fatalf("prompt %d: %v", i, h)
+		}
+	}
+	if n := len(*hs.posts.Load()); n != maxPostHeaders {
+		t.Errorf("%d headers kept, want %d", n, maxPostHeaders)
+	}
+	if !reflect.DeepEqual(hs.post, post) {
+		t.Errorf("the session's POST headers changed: %v", hs.post)
+	}
+}
+
+// The request _meta built once is the one statelessMeta would build, byte
+// for byte, and params with a _meta of their own are completed as before.
+func TestStatelessParams(t *testing.T) {
+	h := NewHTTP(HTTPOptions{Name: "h", URL: "http://127.0.0.1:1/mcp", Capabilities: json.RawMessage(`{"sampling":{}}`)})
+	defer h.Close()
+	for _, params := range []string{"", `{}`, `{"name":"echo","arguments":{"a":1}}`, `{"_meta":null}`,
+		`{"name":"x","_meta":{"progressToken":1}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`} {
+		var in json.RawMessage
+		if params != "" {
+			in = json.RawMessage(params)
+		}
+		got, want := h.statelessParams(in), statelessMeta(in, h.opts.ClientInfo, h.opts.Capabilities)
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", params, got, want)
+		}
 	}
 }

@@ -19,10 +19,11 @@ import (
 // exchange POSTs a request over streamable HTTP and handles the answer: a
 // JSON body is delivered at once; an event stream is read until the
 // response arrives (on the caller's goroutine: no hand-off to another), then
-// read to its end in the background. handedOff says that background reader
-// was started: it calls cancel when it is done.
-func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte) (handedOff bool, err error) {
-	resp, err := s.do(ctx, http.MethodPost, body, "")
+// read to its end in the background, unless its end came with the
+// response. handedOff says that background reader was started: it calls
+// cancel when it is done.
+func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id uint64, method string, body []byte, mh *messageHeaders) (handedOff bool, err error) {
+	resp, err := s.do(ctx, http.MethodPost, body, "", mh)
 	if err != nil {
 		return false, s.transportError(method, err)
 	}
@@ -40,7 +41,7 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 	}
 	switch {
 	case ct == "text/event-stream":
-		rest := s.readResponseStream(ctx, resp, id, method)
+		rest := s.readResponseStream(ctx, resp, id, method, mh)
 		if rest == nil {
 			return false, nil
 		}
@@ -55,15 +56,15 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 		return true, nil
 	case ct == "application/json":
 		defer resp.Body.Close()
-		data, err := readCapped(resp.Body, s.h.opts.MaxResponseBytes)
+		data, err := readBody(resp, s.h.opts.MaxResponseBytes)
 		if err != nil {
 			return false, s.readError(method, err)
 		}
-		msg, err := wire.Parse(data)
-		if err != nil {
+		var msg wire.Message
+		if err := wire.ParseInto(&msg, data); err != nil {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with JSON that is not a JSON-RPC message (%v): %s", s.name(), method, err, preview(data))
 		}
-		if got := s.rpc.Dispatch(msg); got != id {
+		if got := s.rpc.Dispatch(&msg); got != id {
 			return false, newRemoteError([]error{ErrRemoteProtocol}, "mcp server %q answered %s with a JSON body that is not its response: %s", s.name(), method, preview(data))
 		}
 		return false, nil
@@ -78,16 +79,24 @@ func (s *session) exchange(ctx context.Context, cancel context.CancelFunc, id ui
 
 // readResponseStream reads a call's event stream until its response
 // arrives, and returns the body left to read then (nil when the stream
-// ended without it: the call's outcome is then delivered, or ctx ended). A
+// ended with it or without it: the call's outcome is then delivered, or ctx
+// ended). A
 // stream that ends first is resumed with GET and Last-Event-ID, as
 // 2025-11-25 servers may close it and let the client poll. ctx ends when
 // the caller gives up before the answer or the session goes down.
-func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string) (rest io.ReadCloser) {
+func (s *session) readResponseStream(ctx context.Context, resp *http.Response, id uint64, method string, mh *messageHeaders) (rest io.ReadCloser) {
 	sr := getResponseReader(resp.Body, s.h.opts.MaxResponseBytes)
 	defer putResponseReader(sr)
 	fruitless := 0
 	for {
 		answered, err := s.consume(sr, id)
+		if answered && sr.ended() {
+			// The server ended the stream as it sent the response (most
+			// do, and the end is often in the same read): the connection
+			// is back in the client's pool, nothing is left to drain.
+			resp.Body.Close()
+			return nil
+		}
 		if answered {
 			return resp.Body
 		}
@@ -108,7 +117,7 @@ func (s *session) readResponseStream(ctx context.Context, resp *http.Response, i
 		if !sleep(ctx, retryDelay(sr.retry)) {
 			return nil
 		}
-		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID)
+		resp, err = s.do(ctx, http.MethodGet, nil, sr.lastID, mh)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.rpc.Resolve(id, wire.Response{}, s.transportError(method, err))
@@ -220,7 +229,7 @@ func (s *session) listen(ready chan<- struct{}) {
 	for {
 		attempt, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(s.h.opts.Timeout, cancel) // bounds the wait for the answer's headers
-		resp, err := s.do(attempt, http.MethodGet, nil, lastID)
+		resp, err := s.do(attempt, http.MethodGet, nil, lastID, nil)
 		timer.Stop()
 		if ready != nil {
 			close(ready)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -79,15 +78,4 @@ func withSpanContext(dst, src context.Context) context.Context {
 		return trace.ContextWithSpanContext(dst, sc)
 	}
 	return dst
-}
-
-// traceHeaders returns header with the span context of ctx as traceparent
-// and tracestate headers (a copy), or header itself when ctx carries none.
-func traceHeaders(ctx context.Context, header http.Header) http.Header {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return header
-	}
-	header = header.Clone()
-	traceContext.Inject(ctx, propagation.HeaderCarrier(header))
-	return header
 }
