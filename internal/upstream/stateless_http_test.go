@@ -106,12 +106,7 @@ func TestRemoteParamHeaders(t *testing.T) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &msg)
+		msg := readRPC(r)
 		w.Header().Set("Content-Type", "application/json")
 		var result string
 		switch msg.Method {
@@ -177,12 +172,7 @@ func TestRemoteDiscoverFirst(t *testing.T) {
 				w.WriteHeader(http.StatusMethodNotAllowed)
 				return
 			}
-			body, _ := io.ReadAll(r.Body)
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			json.Unmarshal(body, &msg)
+			msg := readRPC(r)
 			mu.Lock()
 			methods = append(methods, msg.Method)
 			first := len(methods) == 1
@@ -264,12 +254,7 @@ func TestRemoteRequestHeaders(t *testing.T) {
 			io.WriteString(w, "id: e2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(<-callID)+",\"result\":{}}\n\n")
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &msg)
+		msg := readRPC(r)
 		switch msg.Method {
 		case "initialize":
 			w.Header().Set("Mcp-Session-Id", "s-1")
@@ -388,4 +373,18 @@ func TestStatelessParams(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", params, got, want)
 		}
 	}
+}
+
+// rpcHead is the id and method of a JSON-RPC message a test server read.
+type rpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// readRPC reads a request's body as a JSON-RPC message's id and method.
+func readRPC(r *http.Request) rpcHead {
+	body, _ := io.ReadAll(r.Body)
+	var msg rpcHead
+	json.Unmarshal(body, &msg) //nolint:errcheck // a test server's: a bad body reads as no method
+	return msg
 }
