@@ -349,15 +349,18 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 }
 
 // readBody reads the body of resp, of at most limit bytes: into a buffer
-// of its length when it has one (which net/http ends with the last bytes,
-// so the connection goes back to the pool at once), else as readCapped.
+// of its length when it declares one of at most preallocBody (which
+// net/http ends with the last bytes, so the connection goes back to the
+// pool at once), else as readCapped, growing as the bytes come and not as
+// the server declared: a Content-Length alone must not make the gateway
+// hold up to limit for a call whose body never comes.
 func readBody(resp *http.Response, limit int) ([]byte, error) {
 	n := resp.ContentLength
 	switch {
-	case n < 0:
-		return readCapped(resp.Body, limit)
 	case n > int64(limit):
 		return nil, errTooLarge
+	case n < 0 || n > preallocBody:
+		return readCapped(resp.Body, limit)
 	}
 	data := make([]byte, n)
 	if _, err := io.ReadFull(resp.Body, data); err != nil {
@@ -365,6 +368,9 @@ func readBody(resp *http.Response, limit int) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// preallocBody is the largest declared body readBody allocates at once.
+const preallocBody = 1 << 20
 
 // mediaType returns the lower-cased media type of a Content-Type value.
 func mediaType(contentType string) string {

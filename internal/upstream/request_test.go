@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // A JSON answer is read into a buffer of its Content-Length when it has
@@ -35,5 +37,22 @@ func TestReadBody(t *testing.T) {
 		if err == nil && cap(got) != len(tc.want) && tc.length >= 0 {
 			t.Errorf("%s: a buffer of %d bytes for %d", tc.name, cap(got), len(got))
 		}
+	}
+}
+
+// A body declaring a large length is read as it comes: the declaration
+// alone (a server that then sends little, or stalls) does not make the
+// gateway allocate it.
+func TestReadBodyDoesNotTrustALargeLength(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp := &http.Response{ContentLength: 8 << 20, Body: io.NopCloser(io.MultiReader(strings.NewReader(`{"jsonrpc"`), iotest.ErrReader(io.ErrUnexpectedEOF)))}
+	_, err := readBody(resp, 16<<20)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a body cut short: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew >= 1<<20 {
+		t.Errorf("reading 10 bytes of a body declaring 8 MiB allocated %d bytes", grew)
 	}
 }
