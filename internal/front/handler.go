@@ -369,14 +369,16 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, gw *gateway.
 		// client cancels with notifications/cancelled. The rest of the
 		// call's stream waits for a GET with Last-Event-ID.
 		st := &stream{h: h, w: w, ctx: r.Context(), sess: sess, reqID: m.ID}
-		var prime *primer
+		var prime *time.Timer
 		if d := h.primeAfter(); d > 0 && acceptsEventStream(r) {
-			prime = startPrimer(st, d)
+			prime = time.AfterFunc(d, st.prime)
 		}
 		ctx, done := h.Telemetry.StartRequest(r.Context(), telemetry.Request{Era: "session", Method: m.Method, ID: m.ID, Params: m.Params,
 			SessionID: sess.logID(), ProtocolVersion: sess.gs.ProtocolVersion(), Header: r.Header})
 		reply := sess.gs.Handle(gateway.WithCallerGone(ctx, r.Context()), m, st)
-		prime.stop()
+		if prime != nil {
+			prime.Stop()
+		}
 		st.reply(m.ID, reply)
 		done(reply)
 	}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/gateway"
@@ -93,44 +92,6 @@ func (s *stream) Send(msg []byte) error {
 
 // prime switches a response still unanswered to a resumable SSE stream,
 // whose first event is the priming event.
-// A primer turns a stream into SSE (prime) once its call has run for the
-// prime delay. Its timers are reused from call to call (primers): a call
-// answered within the delay, nearly all of them, makes no timer.
-type primer struct {
-	t  *time.Timer
-	st atomic.Pointer[stream]
-}
-
-var primers = sync.Pool{New: func() any {
-	p := &primer{}
-	p.t = time.AfterFunc(time.Hour, p.fire)
-	p.t.Stop()
-	return p
-}}
-
-// startPrimer primes st after d unless stopped first.
-func startPrimer(st *stream, d time.Duration) *primer {
-	p := primers.Get().(*primer)
-	p.st.Store(st)
-	p.t.Reset(d)
-	return p
-}
-
-func (p *primer) fire() {
-	if st := p.st.Load(); st != nil {
-		st.prime()
-	}
-}
-
-// stop stops p (nil: none). A primer stopped before it fired is reused; one
-// that fired may still be priming its stream, and is left to the collector.
-func (p *primer) stop() {
-	if p != nil && p.t.Stop() {
-		p.st.Store(nil)
-		primers.Put(p)
-	}
-}
-
 func (s *stream) prime() {
 	s.mu.Lock()
 	if !s.closed && s.ev == nil {

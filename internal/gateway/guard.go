@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
-	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/wire"
 )
@@ -288,31 +287,10 @@ type callerGoneKey struct{}
 // of a request whose connection is caller: a session-era call is not
 // cancelled by that connection's end (the client may resume its stream),
 // but a call still waiting for a person's approval is withdrawn, so nobody
-// approves a call whose caller is gone. It is one object (context.WithoutCancel
-// and a value would be two, on every call), and caller's Done is asked for
-// only by a call that waits.
+// approves a call whose caller is gone. caller's Done is asked for only by
+// a call that waits.
 func WithCallerGone(ctx, caller context.Context) context.Context {
-	return detachedCall{parent: ctx, caller: caller}
-}
-
-// detachedCall is WithCallerGone's context.
-type detachedCall struct{ parent, caller context.Context }
-
-func (detachedCall) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (detachedCall) Done() <-chan struct{}       { return nil }
-func (detachedCall) Err() error                  { return nil }
-
-func (c detachedCall) Value(key any) any {
-	switch key.(type) {
-	case callerGoneKey:
-		return c.caller
-	case *int:
-		// The context package finds a context's canceller under a key of
-		// this type (what context.Cause reads); like context.WithoutCancel,
-		// this context has none.
-		return nil
-	}
-	return c.parent.Value(key)
+	return context.WithValue(context.WithoutCancel(ctx), callerGoneKey{}, caller)
 }
 
 // whileCallerWaits is the context of a session-era call while the guard
