@@ -78,24 +78,20 @@ func (l Limits) processesTotal() int {
 	return limit(l.MaxPerClientProcessesTotal, DefaultMaxPerClientProcessesTotal)
 }
 
-func (l Limits) inputGather() time.Duration {
+// duration is a Limits duration: 0 takes def, negative none (0).
+func duration(v, def time.Duration) time.Duration {
 	switch {
-	case l.InputGather == 0:
-		return DefaultInputGather
-	case l.InputGather < 0:
+	case v == 0:
+		return def
+	case v < 0:
 		return 0
 	}
-	return l.InputGather
+	return v
 }
 
+func (l Limits) inputGather() time.Duration { return duration(l.InputGather, DefaultInputGather) }
 func (l Limits) idleTimeout() time.Duration {
-	switch {
-	case l.PerClientIdleTimeout == 0:
-		return DefaultPerClientIdleTimeout
-	case l.PerClientIdleTimeout < 0:
-		return 0
-	}
-	return l.PerClientIdleTimeout
+	return duration(l.PerClientIdleTimeout, DefaultPerClientIdleTimeout)
 }
 
 // QuotaStatus is what the gateway's clients hold against its Limits, for
